@@ -1,0 +1,329 @@
+"""The indexing pipeline: one function that runs the stages, with progress, caching and resume.
+
+documents -> chunks -> extractions -> graph (+ alias resolution) -> embeddings -> communities
+-> reports. Everything is written into a temporary directory that is moved into place only when
+complete; model calls (extraction per chunk, LLM reports) are cached outside it, so a rerun after
+a crash or Ctrl-C redoes no finished call.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from . import __version__
+from .cache import CallCache, cache_key
+from .chunking import chunk_documents
+from .config import BuildConfig
+from .documents import load_documents
+from .errors import TinyGraphRAGError
+from .records import Chunk, EntityMention, Extraction, RelationMention
+from .schema import Schema
+from .store import IndexStore, clean_stale_staging, disk_full_error, publish, staging_dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    documents: int
+    chunks: int
+    entities_per_type: dict[str, int]
+    relations_per_label: dict[str, int]
+    merged_aliases: int
+    dropped_relations: dict[str, int]
+    communities_per_level: dict[int, int]
+    reports: int
+    seconds_per_stage: dict[str, float]
+    model_calls: dict[str, int]  # e.g. {"extraction": n, "extraction_cached": n, "llm": n, "llm_cached": n}
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def format(self) -> str:
+        """A human-readable summary for the CLI."""
+        lines = [
+            f"documents: {self.documents}",
+            f"chunks: {self.chunks}",
+            f"entities: {sum(self.entities_per_type.values())}"
+            + "".join(f"\n  {t}: {n}" for t, n in sorted(self.entities_per_type.items(), key=lambda x: -x[1])),
+            f"relations: {sum(self.relations_per_label.values())}"
+            + "".join(f"\n  {t}: {n}" for t, n in sorted(self.relations_per_label.items(), key=lambda x: -x[1])),
+            f"merged aliases: {self.merged_aliases}",
+            f"relations dropped: {sum(self.dropped_relations.values())}"
+            + "".join(f"\n  {k}: {v}" for k, v in sorted(self.dropped_relations.items())),
+            "communities per level: "
+            + (", ".join(f"C{lvl}={n}" for lvl, n in sorted(self.communities_per_level.items())) or "none"),
+            f"reports: {self.reports}",
+            "model calls: " + ", ".join(f"{k}={v}" for k, v in self.model_calls.items()),
+            "seconds per stage: " + ", ".join(f"{k}={v:.1f}" for k, v in self.seconds_per_stage.items()),
+        ]
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A handle to a built index: its path, its summary, and `open()` for the store."""
+
+    path: Path
+    summary: BuildSummary
+
+    def open(self) -> IndexStore:
+        return IndexStore.open(self.path)
+
+    def query_engine(self, **kwargs):
+        from .search.engine import QueryEngine
+
+        return QueryEngine(self.path, **kwargs)
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        log.info("stage %s ...", name)
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.perf_counter() - t0, 3)
+            log.info("stage %s done in %.1fs", name, self.seconds[name])
+
+
+def build_index(
+    inputs: str | os.PathLike | Sequence[str | os.PathLike],
+    out_dir: str | os.PathLike,
+    *,
+    schema: Schema | str | os.PathLike | Mapping[str, Any] | None = None,
+    entity_types: Sequence[str] | None = None,
+    relation_types: Sequence[str] | Mapping[str, Any] | None = None,
+    config: BuildConfig = BuildConfig(),
+    extractor=None,
+    embedder=None,
+    llm=None,
+    progress: bool = True,
+) -> BuildResult:
+    """Build an index of `inputs` (paths, directories, or raw text strings) into `out_dir`.
+
+    The schema is a Schema, a preset name ("general", "biomedical", "finance", "geography"), a
+    schema file path, a mapping, or given as `entity_types` (+ `relation_types`). `extractor`,
+    `embedder` and `llm` may be passed as ready objects (they are then not loaded from config).
+    """
+    schema = _resolve_schema(schema, entity_types, relation_types)
+    out_dir = Path(out_dir)
+    clean_stale_staging(out_dir)
+    tmp = staging_dir(out_dir)
+    cache = CallCache(Path(config.cache_dir) / "calls.sqlite" if config.cache_dir else out_dir.parent / ".cache" / "calls.sqlite")
+    try:
+        summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress)
+        publish(tmp, out_dir)
+    except BaseException as exc:  # Ctrl-C included: never leave a half-written index behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and (err := disk_full_error(exc, out_dir)) is not None:
+            raise err from exc
+        raise
+    finally:
+        cache.close()
+    log.info("index written to %s", out_dir)
+    return BuildResult(path=out_dir, summary=summary)
+
+
+def _resolve_schema(schema, entity_types, relation_types) -> Schema:
+    if entity_types is not None or relation_types is not None:
+        if schema is not None:
+            raise TinyGraphRAGError("pass either schema= or entity_types=/relation_types=, not both")
+        if entity_types is None:
+            entity_types = Schema.preset("general").entity_types
+        return Schema.from_dict({"entity_types": list(entity_types), "relation_types": relation_types or []})
+    return Schema.load(schema)
+
+
+def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCache, extractor, embedder, llm,
+         progress: bool) -> BuildSummary:
+    from .communities import hierarchical_communities
+    from .embed import Embedder
+    from .extract.base import make_extractor
+    from .graph import assign_hids, build_graph
+    from .resolve import resolve_aliases
+
+    timer = _Timer()
+    warnings: list[str] = []
+    calls: dict[str, int] = {}
+
+    with timer.stage("read"):
+        docs = load_documents(inputs)
+    with timer.stage("chunk"):
+        chunks = chunk_documents(docs, config.chunking)
+    if not chunks:
+        from .errors import InputError
+
+        raise InputError("the inputs contain no text to index (only whitespace or punctuation)")
+
+    store = IndexStore.create(tmp)
+    store.add_documents(docs)
+    store.add_chunks(chunks)
+
+    extractor = extractor or make_extractor(schema, config.extraction, models_dir=config.models_dir)
+    with timer.stage("extract"):
+        extractions = _extract_cached(extractor, chunks, cache, calls, progress)
+
+    if embedder is None:
+        embedder = Embedder(config.embedder_model, models_dir=config.models_dir, device=config.extraction.device)
+
+    with timer.stage("graph"):
+        graph = build_graph(chunks, extractions, schema)
+        merges = []
+        if config.resolution.enabled and graph.number_of_nodes() > 1:
+            merges = resolve_aliases(graph, embed=embedder.embed, config=config.resolution)
+        assign_hids(graph)
+    if graph.number_of_nodes() == 0:
+        warnings.append(
+            "no entities were found: the graph is empty, so there are no communities or reports; "
+            "naive search still works. Check the schema's entity types and the extraction threshold."
+        )
+    elif graph.number_of_edges() == 0:
+        warnings.append("no relations were found: communities are single entities; check relation types/threshold")
+
+    with timer.stage("embed"):
+        store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([c.text for c in chunks], progress=progress))
+        keys = list(graph.nodes)
+        store.save_vectors(
+            "entities", keys, embedder.embed([_entity_text(graph.nodes[k]) for k in keys], progress=progress)
+        )
+
+    with timer.stage("communities"):
+        communities = hierarchical_communities(graph, config.communities) if graph.number_of_nodes() else []
+        store.save_communities(communities)
+
+    reports = []
+    llm_info: dict[str, Any] | None = None
+    if config.reports and communities:
+        from .reports import generate_reports
+
+        if llm is None:
+            from .llm import LlamaCppLLM
+
+            llm = LlamaCppLLM(config.llm, models_dir=config.models_dir, cache=cache)
+        calls_before, hits_before = llm.calls, llm.cache_hits
+        with timer.stage("reports"):
+            reports = generate_reports(
+                graph, communities, store.sources(), llm, max_report_tokens=config.llm.max_report_tokens,
+                progress=progress,
+            )
+            store.save_reports(reports)
+            store.save_vectors("reports", [r.community_id for r in reports], embedder.embed([r.text() for r in reports]))
+        calls["llm"] = llm.calls - calls_before
+        calls["llm_cached"] = llm.cache_hits - hits_before
+        llm_info = {"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx}
+    elif config.reports:
+        store.save_vectors("reports", [], embedder.embed([]))
+
+    with timer.stage("save"):
+        store.save_graph(graph)
+        entity_counts = Counter(d.get("type", "?") for _, d in graph.nodes(data=True))
+        relation_counts = Counter(d.get("label", k) for _, _, k, d in graph.edges(keys=True, data=True))
+        levels = Counter(c.level for c in communities)
+        summary = BuildSummary(
+            documents=len(docs),
+            chunks=len(chunks),
+            entities_per_type=dict(entity_counts),
+            relations_per_label=dict(relation_counts),
+            merged_aliases=len(merges),
+            dropped_relations=dict(graph.graph.get("dropped_relations", {})),
+            communities_per_level=dict(sorted(levels.items())),
+            reports=len(reports),
+            seconds_per_stage=timer.seconds,
+            model_calls=calls,
+            warnings=tuple(warnings),
+        )
+        store.write_manifest(
+            {
+                "library_version": __version__,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "schema": schema.to_dict(),
+                "config": _config_dict(config),
+                "extractor": extractor.describe(),
+                "embedder": embedder.describe(),
+                "llm": llm_info,
+                "documents": [{"id": d.id, "source": d.source, "chars": len(d.text)} for d in docs],
+                "counts": {
+                    "documents": len(docs), "chunks": len(chunks), "entities": graph.number_of_nodes(),
+                    "relations": graph.number_of_edges(), "communities": len(communities), "reports": len(reports),
+                },
+                "summary": summary.to_dict(),
+            }
+        )
+        store.close()
+    for w in warnings:
+        log.warning(w)
+    return replace(summary, seconds_per_stage=timer.seconds)
+
+
+def _entity_text(data: Mapping[str, Any]) -> str:
+    aliases = [a for a in data.get("aliases", []) if a != data.get("name")][:3]
+    extra = f"; also: {', '.join(aliases)}" if aliases else ""
+    return f"{data.get('name', '')} ({data.get('type', '')}){extra}"
+
+
+def _config_dict(config: BuildConfig) -> dict[str, Any]:
+    return asdict(config)
+
+
+# ---- extraction with a per-chunk cache -----------------------------------------------------
+def _extract_cached(extractor, chunks: Sequence[Chunk], cache: CallCache, calls: dict[str, int],
+                    progress: bool) -> list[Extraction]:
+    fingerprint = repr(sorted(extractor.describe().items()))
+    keys = [cache_key("extract", fingerprint, c.text) for c in chunks]
+    found: dict[int, Extraction] = {}
+    for i, (chunk, key) in enumerate(zip(chunks, keys)):
+        hit = cache.get(key)
+        if hit is not None:
+            found[i] = _extraction_from_json(chunk.id, hit)
+    todo = [i for i in range(len(chunks)) if i not in found]
+    calls["extraction_cached"] = len(found)
+    calls["extraction"] = len(todo)
+    # Extract in slices so a crash keeps the finished slices in the cache.
+    step = 64
+    for s in range(0, len(todo), step):
+        idx = todo[s : s + step]
+        results = extractor.extract([chunks[i] for i in idx], progress=progress and len(todo) > step // 2)
+        for i, ex in zip(idx, results):
+            cache.put(keys[i], _extraction_to_json(ex))
+            found[i] = ex
+    return [found[i] for i in range(len(chunks))]
+
+
+def _mention_json(m: EntityMention) -> list:
+    return [m.text, m.type, m.start, m.end, m.score]
+
+
+def _extraction_to_json(ex: Extraction) -> dict:
+    ents = list(ex.entities)
+    index = {id(m): i for i, m in enumerate(ents)}
+    rels = []
+    for r in ex.relations:
+        h = index.get(id(r.head))
+        t = index.get(id(r.tail))
+        rels.append([_mention_json(r.head) if h is None else h, _mention_json(r.tail) if t is None else t, r.label, r.score])
+    return {"entities": [_mention_json(m) for m in ents], "relations": rels}
+
+
+def _extraction_from_json(chunk_id: str, data: dict) -> Extraction:
+    ents = tuple(EntityMention(*m) for m in data["entities"])
+
+    def mention(x):
+        return ents[x] if isinstance(x, int) else EntityMention(*x)
+
+    rels = tuple(RelationMention(mention(h), mention(t), label, score) for h, t, label, score in data["relations"])
+    return Extraction(chunk_id=chunk_id, entities=ents, relations=rels)

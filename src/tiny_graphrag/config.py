@@ -1,0 +1,79 @@
+"""Typed configuration for every stage. Defaults are explained next to each value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    # GLiNER/GLiREL read at most 384 words (their max_len); 256 word tokens leaves room for the
+    # prompt labels and gives relation models whole paragraphs of context. The seed's 200
+    # characters (~35 words, 1-2 sentences) cut most head/tail pairs apart. See bench/RESULTS.md.
+    max_tokens: int = 256
+    overlap_tokens: int = 32  # whole sentences, up to this many tokens, repeated between chunks
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 8:
+            raise ValueError(f"chunking max_tokens must be at least 8, got {self.max_tokens}")
+        if not 0 <= self.overlap_tokens < self.max_tokens:
+            raise ValueError(
+                f"chunking overlap_tokens must be in [0, max_tokens={self.max_tokens}), got {self.overlap_tokens}"
+            )
+
+
+@dataclass(frozen=True)
+class ExtractionConfig:
+    extractor: str = "gliner"  # "gliner" (GLiNER + GLiREL) or "spacy"
+    gliner_model: str = "gliner_mediumv2.1"  # folder name under the models dir, or a path
+    glirel_model: str = "glirel-large-v0"
+    spacy_model: str = "en_core_web_sm"  # an installed spaCy package or a path
+    # spaCy label -> user entity type; None means the built-in OntoNotes mapping for "general".
+    spacy_label_map: dict[str, str] | None = None
+    entity_threshold: float = 0.5  # GLiNER's own recommended default
+    relation_threshold: float = 0.5
+    batch_size: int = 8
+    device: str | None = None  # None: CUDA -> MPS -> CPU
+    half_precision: bool = True  # fp16 on CUDA only
+    cooccurrence_relation: str = "related to"  # label used by the co-occurrence fallback
+
+
+@dataclass(frozen=True)
+class ResolutionConfig:
+    enabled: bool = True
+    # Conservative: an alias merges only inside one type and only when both a string rule and
+    # (when an embedder is present) embedding similarity agree.
+    embedding_threshold: float = 0.6
+    string_threshold: float = 0.9  # rapidfuzz-free ratio for near-identical spellings
+
+
+@dataclass(frozen=True)
+class CommunityConfig:
+    max_cluster_size: int = 10  # as in GraphRAG's default hierarchical Leiden
+    seed: int = 0xDEADBEEF
+    resolution: float = 1.0
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    model: str = "Llama-3.2-3B-Instruct-Q4_K_M.gguf"  # file under the models dir, or a path
+    chat_format: str | None = None  # None: the template stored in the GGUF
+    n_ctx: int = 4096
+    n_gpu_layers: int | None = None  # None: -1 when llama.cpp has GPU offload, else 0
+    n_threads: int | None = None
+    seed: int = 0
+    temperature: float = 0.0
+    max_report_tokens: int = 800
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+    resolution: ResolutionConfig = field(default_factory=ResolutionConfig)
+    communities: CommunityConfig = field(default_factory=CommunityConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    embedder_model: str = "all-MiniLM-L6-v2"
+    models_dir: str | None = None  # None: $TINY_GRAPHRAG_MODELS or ./models
+    cache_dir: str | None = None  # None: <out_dir parent>/.cache
+    reports: bool = True  # write community reports with the LLM (needs llama-cpp-python)

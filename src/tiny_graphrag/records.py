@@ -1,0 +1,116 @@
+"""The typed records that flow between pipeline stages.
+
+Every stage takes records and returns records. Offsets are character offsets, end exclusive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+
+def content_id(prefix: str, *parts: object) -> str:
+    """A stable id from content: the same input always gives the same id."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
+    return f"{prefix}-{digest[:16]}"
+
+
+@dataclass(frozen=True)
+class Document:
+    """A decoded input document. `text` is exactly what offsets refer to."""
+
+    id: str
+    text: str
+    source: str  # file path, or "<text:N>" for raw strings
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A sentence-aligned window of a document; `document.text[start:end] == text`."""
+
+    id: str
+    doc_id: str
+    index: int  # position within the document
+    text: str
+    start: int
+    end: int
+    n_tokens: int
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    """An entity found in a chunk; offsets are into `Chunk.text`."""
+
+    text: str
+    type: str
+    start: int
+    end: int
+    score: float
+
+
+@dataclass(frozen=True)
+class RelationMention:
+    """A directed, labelled relation between two entity mentions of the same chunk."""
+
+    head: EntityMention
+    tail: EntityMention
+    label: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Everything an extractor found in one chunk."""
+
+    chunk_id: str
+    entities: tuple[EntityMention, ...] = ()
+    relations: tuple[RelationMention, ...] = ()
+
+
+@dataclass(frozen=True)
+class Merge:
+    """One alias merge done by entity resolution: `alias` was folded into `canonical`."""
+
+    alias: str  # node key that disappeared
+    canonical: str  # node key that absorbed it
+    type: str
+    reason: str  # e.g. "token-subset", "title-stripped", "embedding"
+    score: float
+
+
+@dataclass(frozen=True)
+class Community:
+    """A community at one level of the hierarchy (level 0 = root level, fewest communities)."""
+
+    id: str
+    level: int
+    nodes: tuple[str, ...]
+    parent: str | None = None
+    children: tuple[str, ...] = ()
+    edges: tuple[tuple[str, str, str], ...] = ()  # (head key, tail key, edge key) inside it
+
+
+@dataclass(frozen=True)
+class Finding:
+    summary: str
+    explanation: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """A community report in the shape of the GraphRAG paper."""
+
+    community_id: str
+    level: int
+    title: str
+    summary: str
+    rating: float
+    rating_explanation: str
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    def text(self) -> str:
+        """The report as plain text, as it is embedded and shown to the model."""
+        lines = [f"# {self.title}", "", self.summary, ""]
+        for f in self.findings:
+            lines.append(f"## {f.summary}\n\n{f.explanation}\n")
+        return "\n".join(lines).strip()

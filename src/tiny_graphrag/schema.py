@@ -1,0 +1,263 @@
+"""The user's domain schema: entity types, relation types and their head/tail constraints.
+
+A schema file (TOML, YAML or JSON) looks like::
+
+    entity_types = ["Person", "Organization", "Location"]
+
+    [relation_types."works for"]
+    allowed_head = ["Person"]
+    allowed_tail = ["Organization"]
+
+    [relation_types."located in"]          # no constraint lists: any entity types allowed
+
+`relation_types` may also be a plain list of labels.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import SchemaError
+
+_TOP_KEYS = {"entity_types", "relation_types", "name", "description"}
+_RELATION_KEYS = {"allowed_head", "allowed_tail", "description"}
+
+
+@dataclass(frozen=True)
+class RelationType:
+    """A relation label; empty allowed_head/allowed_tail mean "any entity type"."""
+
+    label: str
+    allowed_head: tuple[str, ...] = ()
+    allowed_tail: tuple[str, ...] = ()
+
+    def allows(self, head_type: str, tail_type: str) -> bool:
+        return (not self.allowed_head or head_type in self.allowed_head) and (
+            not self.allowed_tail or tail_type in self.allowed_tail
+        )
+
+
+@dataclass(frozen=True)
+class Schema:
+    entity_types: tuple[str, ...]
+    relation_types: tuple[RelationType, ...] = ()
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def relation_labels(self) -> tuple[str, ...]:
+        return tuple(r.label for r in self.relation_types)
+
+    def relation(self, label: str) -> RelationType | None:
+        for r in self.relation_types:
+            if r.label == label:
+                return r
+        return None
+
+    def allows(self, label: str, head_type: str, tail_type: str) -> bool:
+        """True when a relation `label` may link an entity of head_type to one of tail_type."""
+        rel = self.relation(label)
+        return rel is not None and rel.allows(head_type, tail_type)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, origin: str = "schema") -> "Schema":
+        if not isinstance(data, Mapping):
+            raise SchemaError(f"{origin}: a schema must be a mapping with 'entity_types', got {type(data).__name__}")
+        unknown = set(data) - _TOP_KEYS
+        if unknown:
+            raise SchemaError(
+                f"{origin}: unknown key(s) {sorted(unknown)}; allowed keys are {sorted(_TOP_KEYS)}"
+            )
+        if "entity_types" not in data:
+            raise SchemaError(f"{origin}: 'entity_types' is missing: list the entity labels to extract")
+        ents = data["entity_types"]
+        if isinstance(ents, str) or not isinstance(ents, (list, tuple)):
+            raise SchemaError(f"{origin}: 'entity_types' must be a list of labels")
+        rels_raw = data.get("relation_types", [])
+        relations: list[RelationType] = []
+        if isinstance(rels_raw, Mapping):
+            for label, spec in rels_raw.items():
+                spec = spec or {}
+                if not isinstance(spec, Mapping):
+                    raise SchemaError(
+                        f"{origin}: relation '{label}' must map to {{allowed_head: [...], allowed_tail: [...]}}"
+                    )
+                bad = set(spec) - _RELATION_KEYS
+                if bad:
+                    raise SchemaError(
+                        f"{origin}: relation '{label}' has unknown key(s) {sorted(bad)}; "
+                        f"allowed keys are {sorted(_RELATION_KEYS)}"
+                    )
+                relations.append(
+                    RelationType(
+                        label=_label(label, origin, "relation label"),
+                        allowed_head=_labels(spec.get("allowed_head", []), origin, f"'{label}'.allowed_head"),
+                        allowed_tail=_labels(spec.get("allowed_tail", []), origin, f"'{label}'.allowed_tail"),
+                    )
+                )
+        elif isinstance(rels_raw, (list, tuple)):
+            relations = [RelationType(_label(x, origin, "relation label")) for x in rels_raw]
+        else:
+            raise SchemaError(f"{origin}: 'relation_types' must be a list of labels or a mapping")
+        return cls(
+            entity_types=tuple(_label(x, origin, "entity type") for x in ents),
+            relation_types=tuple(relations),
+            name=str(data.get("name", "custom")),
+        )
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Schema":
+        """Load a schema from a .toml, .yaml/.yml or .json file."""
+        path = Path(path)
+        if not path.is_file():
+            raise SchemaError(f"schema file {path} does not exist")
+        suffix = path.suffix.lower()
+        try:
+            raw = path.read_text(encoding="utf-8-sig")
+            if suffix == ".toml":
+                import tomllib
+
+                data = tomllib.loads(raw)
+            elif suffix in (".yaml", ".yml"):
+                from .errors import require
+
+                data = require("yaml", "yaml", "Reading YAML schemas").safe_load(raw)
+            elif suffix == ".json":
+                data = json.loads(raw)
+            else:
+                raise SchemaError(f"schema file {path}: unsupported extension '{suffix}'; use .toml, .yaml or .json")
+        except SchemaError:
+            raise
+        except Exception as exc:  # parse errors of the three formats
+            raise SchemaError(f"schema file {path} could not be parsed: {exc}") from exc
+        return cls.from_dict(data or {}, origin=str(path))
+
+    @classmethod
+    def preset(cls, name: str) -> "Schema":
+        if name not in PRESETS:
+            raise SchemaError(f"unknown schema preset '{name}'; available: {sorted(PRESETS)}")
+        return cls.from_dict(PRESETS[name], origin=f"preset '{name}'")
+
+    @classmethod
+    def load(cls, spec: "str | Path | Mapping[str, Any] | Schema | None") -> "Schema":
+        """A schema from a preset name, a file path, a mapping, or the default (None)."""
+        if spec is None:
+            return cls.preset("general")
+        if isinstance(spec, Schema):
+            return spec
+        if isinstance(spec, Mapping):
+            return cls.from_dict(spec)
+        if isinstance(spec, str) and spec in PRESETS:
+            return cls.preset(spec)
+        return cls.from_file(spec)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "entity_types": list(self.entity_types),
+            "relation_types": {
+                r.label: {"allowed_head": list(r.allowed_head), "allowed_tail": list(r.allowed_tail)}
+                for r in self.relation_types
+            },
+        }
+
+
+def _label(value: Any, origin: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SchemaError(f"{origin}: every {what} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _labels(values: Any, origin: str, what: str) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        raise SchemaError(f"{origin}: {what} must be a list of entity types")
+    return tuple(_label(v, origin, f"entry of {what}") for v in values)
+
+
+def _validate(schema: Schema) -> None:
+    if not schema.entity_types:
+        raise SchemaError("a schema needs at least one entity type")
+    for kind, labels in (("entity type", schema.entity_types), ("relation label", schema.relation_labels)):
+        seen: set[str] = set()
+        for label in labels:
+            if not label or not label.strip():
+                raise SchemaError(f"empty {kind} in schema '{schema.name}'")
+            if label.lower() in seen:
+                raise SchemaError(f"duplicate {kind} '{label}' in schema '{schema.name}'")
+            seen.add(label.lower())
+    declared = set(schema.entity_types)
+    for rel in schema.relation_types:
+        for side, types in (("allowed_head", rel.allowed_head), ("allowed_tail", rel.allowed_tail)):
+            missing = [t for t in types if t not in declared]
+            if missing:
+                raise SchemaError(
+                    f"relation '{rel.label}': {side} names {missing}, which are not declared entity types "
+                    f"{list(schema.entity_types)}; declare them in entity_types or fix the spelling"
+                )
+
+
+# Presets. "general" follows Tiny GraphRAG's default entity types.
+PRESETS: dict[str, dict[str, Any]] = {
+    "general": {
+        "name": "general",
+        "entity_types": ["Person", "Organization", "Location", "Product", "Concept"],
+        "relation_types": {
+            "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
+            "member of": {"allowed_head": ["Person", "Organization"], "allowed_tail": ["Organization"]},
+            "founded": {"allowed_head": ["Person", "Organization"], "allowed_tail": ["Organization", "Product"]},
+            "located in": {"allowed_head": ["Organization", "Location"], "allowed_tail": ["Location"]},
+            "born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
+            "lives in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
+            "spouse of": {"allowed_head": ["Person"], "allowed_tail": ["Person"]},
+            "parent of": {"allowed_head": ["Person"], "allowed_tail": ["Person"]},
+            "educated at": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
+            "leader of": {"allowed_head": ["Person"], "allowed_tail": ["Organization", "Location"]},
+            "produces": {"allowed_head": ["Organization"], "allowed_tail": ["Product"]},
+            "related to": {},
+        },
+    },
+    "biomedical": {
+        "name": "biomedical",
+        "entity_types": ["Disease", "Chemical", "Gene", "Protein", "Species", "Cell type", "Anatomy"],
+        "relation_types": {
+            "treats": {"allowed_head": ["Chemical"], "allowed_tail": ["Disease"]},
+            "causes": {"allowed_head": ["Chemical", "Gene", "Species"], "allowed_tail": ["Disease"]},
+            "associated with": {"allowed_head": ["Gene", "Protein"], "allowed_tail": ["Disease"]},
+            "interacts with": {"allowed_head": ["Chemical", "Gene", "Protein"], "allowed_tail": ["Chemical", "Gene", "Protein"]},
+            "encodes": {"allowed_head": ["Gene"], "allowed_tail": ["Protein"]},
+            "expressed in": {"allowed_head": ["Gene", "Protein"], "allowed_tail": ["Cell type", "Anatomy"]},
+            "found in": {"allowed_head": ["Chemical", "Protein"], "allowed_tail": ["Species", "Anatomy"]},
+        },
+    },
+    "finance": {
+        "name": "finance",
+        "entity_types": ["Company", "Person", "Financial instrument", "Currency", "Country", "Regulator", "Money"],
+        "relation_types": {
+            "acquired": {"allowed_head": ["Company"], "allowed_tail": ["Company"]},
+            "invests in": {"allowed_head": ["Company", "Person"], "allowed_tail": ["Company", "Financial instrument"]},
+            "chief executive of": {"allowed_head": ["Person"], "allowed_tail": ["Company"]},
+            "headquartered in": {"allowed_head": ["Company", "Regulator"], "allowed_tail": ["Country"]},
+            "regulates": {"allowed_head": ["Regulator"], "allowed_tail": ["Company", "Financial instrument"]},
+            "issued": {"allowed_head": ["Company", "Country"], "allowed_tail": ["Financial instrument", "Currency"]},
+            "valued at": {"allowed_head": ["Company", "Financial instrument"], "allowed_tail": ["Money"]},
+        },
+    },
+    "geography": {
+        "name": "geography",
+        "entity_types": ["Country", "City", "Region", "River", "Mountain", "Person", "Organization"],
+        "relation_types": {
+            "capital of": {"allowed_head": ["City"], "allowed_tail": ["Country", "Region"]},
+            "located in": {"allowed_head": ["City", "Region", "River", "Mountain", "Organization"], "allowed_tail": ["Country", "Region"]},
+            "borders": {"allowed_head": ["Country", "Region"], "allowed_tail": ["Country", "Region"]},
+            "flows through": {"allowed_head": ["River"], "allowed_tail": ["Country", "City", "Region"]},
+            "leader of": {"allowed_head": ["Person"], "allowed_tail": ["Country", "City", "Organization"]},
+            "born in": {"allowed_head": ["Person"], "allowed_tail": ["City", "Country"]},
+        },
+    },
+}

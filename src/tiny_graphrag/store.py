@@ -1,0 +1,343 @@
+"""The index directory: manifest, graph pickle, SQLite store of texts/communities/reports, vectors.
+
+Layout of `graphs/NAME/`::
+
+    manifest.json      written last: its presence means the index is complete
+    graph.pkl          the networkx MultiDiGraph (loaded with a restricted unpickler)
+    index.sqlite       documents, chunks (+ FTS5 keyword index), communities, reports
+    vectors/NAME.npy   L2-normalized float32 rows; vectors/NAME.ids.json the row ids
+
+A build writes into a temporary sibling directory and `publish` moves it into place, so an
+interrupted build never leaves something that loads as if complete.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import sqlite3
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .errors import IndexFormatError, TinyGraphRAGError
+from .records import Chunk, Community, Document, Finding, Report
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+GRAPH = "graph.pkl"
+DATABASE = "index.sqlite"
+VECTORS = "vectors"
+
+_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS documents (id TEXT PRIMARY KEY, source TEXT NOT NULL, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    sid INTEGER PRIMARY KEY,            -- short source id, cited as [Data: Sources (sid)]
+    id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL REFERENCES documents(id),
+    idx INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+    n_tokens INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    text, content='chunks', content_rowid='sid', tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS communities (
+    id TEXT PRIMARY KEY, level INTEGER NOT NULL, parent TEXT,
+    children TEXT NOT NULL, nodes TEXT NOT NULL, edges TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reports (
+    community_id TEXT PRIMARY KEY, level INTEGER NOT NULL, rating REAL NOT NULL, body TEXT NOT NULL);
+"""
+
+_FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class IndexStore:
+    """Read (and, while building, write) access to one index directory."""
+
+    def __init__(self, path: str | os.PathLike, *, _writable: bool = False):
+        self.path = Path(path)
+        self.writable = _writable
+        self._manifest: dict[str, Any] | None = None
+        self._db = sqlite3.connect(self.path / DATABASE, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._graph = None
+        self._sid_by_chunk: dict[str, int] | None = None
+
+    # ---- opening ------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike) -> "IndexStore":
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / VECTORS).mkdir(exist_ok=True)
+        store = cls(path, _writable=True)
+        store._db.executescript(_SCHEMA_SQL)
+        return store
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> "IndexStore":
+        """Open a complete index, or raise IndexFormatError saying what is wrong and the fix."""
+        path = Path(path)
+        if not path.is_dir():
+            raise IndexFormatError(
+                f"no index at {path}: build one with `tiny-graphrag build FILE... --out {path}`"
+            )
+        manifest_path = path / MANIFEST
+        if not manifest_path.is_file():
+            raise IndexFormatError(
+                f"{path} is not a complete index (no {MANIFEST}): its build did not finish. "
+                f"Rerun `tiny-graphrag build ... --out {path}`"
+            )
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise IndexFormatError(f"{manifest_path} is corrupt ({exc}); rebuild the index") from exc
+        version = manifest.get("format_version")
+        if version != FORMAT_VERSION:
+            raise IndexFormatError(
+                f"index {path} has format version {version}, this tiny-graphrag reads version "
+                f"{FORMAT_VERSION}: rebuild it with `tiny-graphrag build` (or use the library version "
+                f"{manifest.get('library_version', '?')} that built it)"
+            )
+        for name in manifest.get("files", {}):
+            if not (path / name).is_file():
+                raise IndexFormatError(f"index {path} is incomplete: {name} is missing; rebuild the index")
+        store = cls(path)
+        store._manifest = manifest
+        return store
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        if self._manifest is None:
+            p = self.path / MANIFEST
+            self._manifest = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
+        return self._manifest
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ---- documents and chunks -----------------------------------------------------------
+    def add_documents(self, docs: Iterable[Document]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO documents (id, source, text) VALUES (?, ?, ?)",
+                [(d.id, d.source, d.text) for d in docs],
+            )
+
+    def add_chunks(self, chunks: Sequence[Chunk]) -> None:
+        with self._db:
+            self._db.executemany(
+                'INSERT INTO chunks (id, doc_id, idx, start, "end", n_tokens, text) VALUES (?, ?, ?, ?, ?, ?, ?)',
+                [(c.id, c.doc_id, c.index, c.start, c.end, c.n_tokens, c.text) for c in chunks],
+            )
+            self._db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+        self._sid_by_chunk = None
+
+    def documents(self) -> list[Document]:
+        rows = self._db.execute("SELECT id, source, text FROM documents ORDER BY rowid").fetchall()
+        return [Document(id=r["id"], text=r["text"], source=r["source"]) for r in rows]
+
+    def document(self, doc_id: str) -> Document:
+        r = self._db.execute("SELECT id, source, text FROM documents WHERE id = ?", (doc_id,)).fetchone()
+        if r is None:
+            raise KeyError(doc_id)
+        return Document(id=r["id"], text=r["text"], source=r["source"])
+
+    @staticmethod
+    def _chunk(r: sqlite3.Row) -> Chunk:
+        return Chunk(id=r["id"], doc_id=r["doc_id"], index=r["idx"], text=r["text"], start=r["start"],
+                     end=r["end"], n_tokens=r["n_tokens"])
+
+    def chunks(self) -> list[Chunk]:
+        return [self._chunk(r) for r in self._db.execute("SELECT * FROM chunks ORDER BY sid")]
+
+    def chunk(self, chunk_id: str) -> Chunk:
+        r = self._db.execute("SELECT * FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+        if r is None:
+            raise KeyError(chunk_id)
+        return self._chunk(r)
+
+    def chunk_by_sid(self, sid: int) -> Chunk:
+        r = self._db.execute("SELECT * FROM chunks WHERE sid = ?", (int(sid),)).fetchone()
+        if r is None:
+            raise KeyError(sid)
+        return self._chunk(r)
+
+    def source_ids(self) -> dict[str, int]:
+        """chunk id -> short source id (sid), the number answers and reports cite."""
+        if self._sid_by_chunk is None:
+            self._sid_by_chunk = {r[0]: r[1] for r in self._db.execute("SELECT id, sid FROM chunks")}
+        return self._sid_by_chunk
+
+    def sources(self) -> dict[str, tuple[int, str]]:
+        """chunk id -> (sid, text): what report generation cites."""
+        return {r[0]: (r[1], r[2]) for r in self._db.execute("SELECT id, sid, text FROM chunks")}
+
+    def keyword_search(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
+        """BM25 over chunk texts (SQLite FTS5, Porter stemming). Returns (chunk id, score), best first."""
+        terms = sorted({t.lower() for t in _FTS_TOKEN.findall(query)})
+        if not terms:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        rows = self._db.execute(
+            "SELECT c.id, bm25(chunks_fts) AS s FROM chunks_fts JOIN chunks c ON c.sid = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            (match, int(limit)),
+        ).fetchall()
+        return [(r[0], -float(r[1])) for r in rows]  # FTS5's bm25 is lower-is-better
+
+    # ---- graph ----------------------------------------------------------------------------
+    def save_graph(self, graph) -> None:
+        from .graph import save_graph
+
+        save_graph(graph, self.path / GRAPH)
+        self._graph = graph
+
+    def graph(self):
+        """The knowledge graph, loaded once; its file must match the manifest's hash."""
+        if self._graph is None:
+            from .graph import load_graph
+
+            path = self.path / GRAPH
+            expected = self.manifest.get("files", {}).get(GRAPH)
+            if expected and sha256_file(path) != expected:
+                raise IndexFormatError(
+                    f"{path} does not match the hash in {MANIFEST}: it was modified after the build. "
+                    "Rebuild the index with `tiny-graphrag build`"
+                )
+            self._graph = load_graph(path)
+        return self._graph
+
+    # ---- communities and reports ----------------------------------------------------------
+    def save_communities(self, communities: Sequence[Community]) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM communities")
+            self._db.executemany(
+                "INSERT INTO communities (id, level, parent, children, nodes, edges) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (c.id, c.level, c.parent, json.dumps(list(c.children)), json.dumps(list(c.nodes)),
+                     json.dumps([list(e) for e in c.edges]))
+                    for c in communities
+                ],
+            )
+
+    def communities(self) -> list[Community]:
+        rows = self._db.execute("SELECT * FROM communities ORDER BY level, rowid").fetchall()
+        return [
+            Community(
+                id=r["id"], level=r["level"], parent=r["parent"], children=tuple(json.loads(r["children"])),
+                nodes=tuple(json.loads(r["nodes"])), edges=tuple(tuple(e) for e in json.loads(r["edges"])),
+            )
+            for r in rows
+        ]
+
+    def save_reports(self, reports: Sequence[Report]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO reports (community_id, level, rating, body) VALUES (?, ?, ?, ?)",
+                [(r.community_id, r.level, r.rating, json.dumps(asdict(r), ensure_ascii=False)) for r in reports],
+            )
+
+    def reports(self, level: int | None = None) -> list[Report]:
+        sql = "SELECT body FROM reports" + (" WHERE level = ?" if level is not None else "") + " ORDER BY rowid"
+        rows = self._db.execute(sql, (() if level is None else (level,))).fetchall()
+        out = []
+        for (body,) in rows:
+            d = json.loads(body)
+            d["findings"] = tuple(Finding(**f) for f in d.get("findings", ()))
+            out.append(Report(**d))
+        return out
+
+    # ---- vectors --------------------------------------------------------------------------
+    def save_vectors(self, name: str, ids: Sequence[str], matrix: np.ndarray) -> None:
+        if len(ids) != len(matrix):
+            raise ValueError(f"vectors '{name}': {len(ids)} ids for {len(matrix)} rows")
+        folder = self.path / VECTORS
+        folder.mkdir(exist_ok=True)
+        np.save(folder / f"{name}.npy", np.asarray(matrix, dtype=np.float32), allow_pickle=False)
+        (folder / f"{name}.ids.json").write_text(json.dumps(list(ids)), encoding="utf-8")
+
+    def vectors(self, name: str) -> tuple[list[str], np.ndarray]:
+        folder = self.path / VECTORS
+        npy, ids = folder / f"{name}.npy", folder / f"{name}.ids.json"
+        if not npy.is_file() or not ids.is_file():
+            raise IndexFormatError(f"index {self.path} has no '{name}' vectors; rebuild the index")
+        try:
+            return json.loads(ids.read_text(encoding="utf-8")), np.load(npy, allow_pickle=False)
+        except ValueError as exc:
+            raise IndexFormatError(f"{npy} is corrupt ({exc}); rebuild the index") from exc
+
+    def has_vectors(self, name: str) -> bool:
+        return (self.path / VECTORS / f"{name}.npy").is_file()
+
+    # ---- completion -------------------------------------------------------------------------
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        """Write the manifest last, with hashes of every file, making the index complete."""
+        self._db.commit()
+        files = {}
+        for p in sorted(self.path.rglob("*")):
+            if p.is_file() and p.name != MANIFEST and not p.name.endswith(("-wal", "-shm", "-journal")):
+                files[str(p.relative_to(self.path))] = sha256_file(p)
+        manifest = {"format_version": FORMAT_VERSION, **manifest, "files": files}
+        tmp = self.path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, self.path / MANIFEST)
+        self._manifest = manifest
+
+
+def load_index(path: str | os.PathLike) -> IndexStore:
+    """Open a built index directory (see IndexStore.open)."""
+    return IndexStore.open(path)
+
+
+def staging_dir(out_dir: Path) -> Path:
+    """A fresh temporary directory beside out_dir (same filesystem, so the final move is atomic)."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f".{out_dir.name}.building-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    return tmp
+
+
+def clean_stale_staging(out_dir: Path) -> None:
+    """Remove temporary directories left by builds that were killed."""
+    for p in out_dir.parent.glob(f".{out_dir.name}.building-*"):
+        try:
+            pid = int(p.name.rsplit("-", 1)[1])
+            os.kill(pid, 0)  # still running: leave it alone
+        except (ValueError, ProcessLookupError):
+            shutil.rmtree(p, ignore_errors=True)
+        except PermissionError:
+            pass
+
+
+def publish(tmp_dir: Path, out_dir: Path) -> None:
+    """Move a finished build into place, replacing an older index only once the new one is whole."""
+    old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
+    if out_dir.exists():
+        os.replace(out_dir, old)
+    os.replace(tmp_dir, out_dir)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def disk_full_error(exc: OSError, where: Path) -> TinyGraphRAGError | None:
+    if exc.errno == errno.ENOSPC:
+        return TinyGraphRAGError(
+            f"the disk is full while writing the index under {where}: free some space and rerun the "
+            "build (nothing was published; finished model calls are cached and will not be redone)"
+        )
+    return None
