@@ -153,7 +153,6 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
          progress: bool) -> BuildSummary:
     from .communities import hierarchical_communities
     from .embed import Embedder
-    from .extract.base import make_extractor
     from .graph import assign_hids, build_graph
     from .resolve import resolve_aliases
 
@@ -174,7 +173,10 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
     store.add_documents(docs)
     store.add_chunks(chunks)
 
-    extractor = extractor or make_extractor(schema, config.extraction, models_dir=config.models_dir)
+    if extractor is None:
+        from .extract.base import make_extractor
+
+        extractor = make_extractor(schema, config.extraction, models_dir=config.models_dir)
     with timer.stage("extract"):
         extractions = _extract_cached(extractor, chunks, cache, calls, progress)
 

@@ -61,8 +61,9 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        get = getattr(self.model, "get_sentence_embedding_dimension", None)
-        return int(get()) if get else int(self.model.get_embedding_dimension())
+        # sentence-transformers renamed the method in 5.x; support both
+        get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(get())
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if len(texts) == 0:
