@@ -187,11 +187,16 @@ def _models(args) -> int:
         for path in download_models(args.only, models_dir_=args.models_dir):
             print(f"downloaded {path}")
         return 0
+    from .models import verify_checksums
+
     base = models_dir(args.models_dir)
     for name, spec in DEFAULT_MODELS.items():
         there = (base / name).exists()
-        print(f"{'ok     ' if there else 'missing'} {base / name}  ({spec.purpose}; from {spec.repo})")
-    return 0
+        print(f"{'ok     ' if there else 'missing'} {base / name}  ({spec.purpose}; from {spec.repo}@{spec.revision})")
+    bad = [name for name, ok in verify_checksums(args.models_dir).items() if not ok]
+    for name in bad:
+        print(f"checksum mismatch or missing: {base / name} (re-download it)")
+    return 1 if bad else 0
 
 
 def main(argv: list[str] | None = None) -> int:

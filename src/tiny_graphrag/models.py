@@ -39,7 +39,7 @@ DEFAULT_MODELS: dict[str, ModelSpec] = {
         ModelSpec(
             "all-MiniLM-L6-v2",
             "sentence-transformers/all-MiniLM-L6-v2",
-            "main",
+            "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
             "embedder",
             purpose="chunk and entity embeddings",
         ),
@@ -171,4 +171,37 @@ def download_models(
         else:
             path = Path(hub.snapshot_download(spec.repo, revision=spec.revision, local_dir=base / name))
         out.append(path)
+    _record_checksums(base, out)
     return out
+
+
+CHECKSUMS = "checksums.json"
+
+
+def _record_checksums(base: Path, paths: list[Path]) -> None:
+    """Write sha256 of every downloaded file, so a copied models folder can be verified offline."""
+    import json
+
+    from .store import sha256_file
+
+    record_path = base / CHECKSUMS
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    for p in paths:
+        for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
+            if f.is_file() and ".cache" not in f.parts:
+                record[str(f.relative_to(base))] = sha256_file(f)
+    record_path.write_text(json.dumps(record, indent=2, sort_keys=True))
+
+
+def verify_checksums(models_dir_: str | os.PathLike | None = None) -> dict[str, bool]:
+    """Compare the files under the models dir with the checksums recorded at download time."""
+    import json
+
+    from .store import sha256_file
+
+    base = models_dir(models_dir_)
+    record_path = base / CHECKSUMS
+    if not record_path.is_file():
+        return {}
+    record = json.loads(record_path.read_text())
+    return {name: (base / name).is_file() and sha256_file(base / name) == digest for name, digest in record.items()}
