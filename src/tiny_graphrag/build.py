@@ -219,8 +219,11 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
             llm = LlamaCppLLM(config.llm, models_dir=config.models_dir, cache=cache)
         calls_before, hits_before = llm.calls, llm.cache_hits
         with timer.stage("reports"):
+            # (sid, text, chunk start): report snippets are cut at the exact document-level spans
+            starts = {c.id: c.start for c in chunks}
+            sources = {cid: (sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
             reports = generate_reports(
-                graph, communities, store.sources(), llm, max_report_tokens=config.llm.max_report_tokens,
+                graph, communities, sources, llm, max_report_tokens=config.llm.max_report_tokens,
                 progress=progress,
             )
             store.save_reports(reports)

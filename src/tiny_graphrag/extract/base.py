@@ -1,0 +1,162 @@
+"""The contract every extractor meets, the factory, and helpers shared by the implementations.
+
+An extractor turns chunks into one `Extraction` per chunk (same order). Everything here is plain
+Python: importing this module loads no model, torch or spaCy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar, runtime_checkable
+
+from ..records import Chunk, EntityMention, Extraction, RelationMention
+from ..schema import Schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    import os
+
+    from ..config import ExtractionConfig
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """Finds typed entity mentions and relations in chunks.
+
+    `describe()` returns JSON-serialisable facts that change the output (model paths and
+    fingerprints, thresholds, schema): it goes into the index manifest and into cache keys.
+    """
+
+    name: str
+
+    def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
+        """One Extraction per chunk, in the order of `chunks`."""
+        ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+# ---- factory ------------------------------------------------------------------------------
+# name -> "module:Class". Strings keep the factory import-free until an extractor is chosen;
+# `register_extractor` lets a later backend (e.g. an LLM extractor) plug in without edits here.
+_REGISTRY: dict[str, str | Callable[..., Extractor]] = {
+    "gliner": "tiny_graphrag.extract.gliner:GlinerGlirelExtractor",
+    "spacy": "tiny_graphrag.extract.spacy_ner:SpacyExtractor",
+}
+
+
+def register_extractor(name: str, factory: str | Callable[..., Extractor]) -> None:
+    """Make `ExtractionConfig(extractor=name)` build `factory(schema, config, models_dir)`."""
+    _REGISTRY[name] = factory
+
+
+def available_extractors() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def make_extractor(
+    schema: Schema, config: "ExtractionConfig", models_dir: "str | os.PathLike[str] | None" = None
+) -> Extractor:
+    """The extractor named by `config.extractor`, built for `schema`."""
+    factory = _REGISTRY.get(config.extractor)
+    if factory is None:
+        raise ValueError(
+            f"unknown extractor '{config.extractor}'; available: {available_extractors()}"
+        )
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    return factory(schema, config, models_dir=models_dir)
+
+
+# ---- shared helpers -----------------------------------------------------------------------
+def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """Consecutive slices of at most `size` items."""
+    if size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {size}")
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def progress_bar(total: int, *, enabled: bool, desc: str):
+    """A tqdm bar counting chunks; a disabled bar when `enabled` is False."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not enabled, desc=desc, unit="chunk", leave=False)
+
+
+def dedupe_mentions(mentions: Iterable[EntityMention]) -> list[EntityMention]:
+    """Non-overlapping mentions sorted by position.
+
+    Overlaps are resolved greedily by score, then by length (longer first), then by position, so
+    the result does not depend on input order. Exact duplicates collapse to the best one.
+    """
+    ranked = sorted(mentions, key=lambda m: (-m.score, -(m.end - m.start), m.start, m.type))
+    kept: list[EntityMention] = []
+    for m in ranked:
+        if m.end <= m.start:
+            continue
+        if all(m.end <= k.start or m.start >= k.end for k in kept):
+            kept.append(m)
+    return sorted(kept, key=lambda m: (m.start, m.end))
+
+
+def keep_schema_types(mentions: Iterable[EntityMention], schema: Schema) -> list[EntityMention]:
+    """Only mentions whose type the schema declares."""
+    allowed = set(schema.entity_types)
+    return [m for m in mentions if m.type in allowed]
+
+
+def is_self_relation(rel: RelationMention) -> bool:
+    """Head and tail name the same thing (same span, or same text and type)."""
+    h, t = rel.head, rel.tail
+    same_span = (h.start, h.end) == (t.start, t.end)
+    same_entity = h.type == t.type and h.text.casefold() == t.text.casefold()
+    return same_span or same_entity
+
+
+def enforce_constraints(relations: Iterable[RelationMention], schema: Schema) -> list[RelationMention]:
+    """Drop relations the schema does not allow.
+
+    A relation survives only when its label is a schema relation type whose allowed_head /
+    allowed_tail admit the head and tail mention types, and it does not link an entity to itself.
+    """
+    kept = []
+    for rel in relations:
+        if not schema.allows(rel.label, rel.head.type, rel.tail.type):
+            continue
+        if is_self_relation(rel):
+            continue
+        kept.append(rel)
+    return kept
+
+
+def best_label_per_pair(relations: Iterable[RelationMention]) -> list[RelationMention]:
+    """The highest-scoring relation for each ordered (head, tail) pair, in text order.
+
+    Zero-shot relation models score every label for every pair; like GLiREL's own top_k=1 we
+    keep one label per pair. Apply after `enforce_constraints`, so that a disallowed top label
+    does not hide an allowed runner-up.
+    """
+    best: dict[tuple[int, int, int, int], RelationMention] = {}
+    for rel in relations:
+        key = (rel.head.start, rel.head.end, rel.tail.start, rel.tail.end)
+        cur = best.get(key)
+        if cur is None or rel.score > cur.score or (rel.score == cur.score and rel.label < cur.label):
+            best[key] = rel
+    return [best[k] for k in sorted(best)]
+
+
+def check_extraction(chunk: Chunk, extraction: Extraction) -> None:
+    """Assert the invariants every extractor promises (cheap; used by tests and debug runs)."""
+    mentions = set(extraction.entities)
+    for m in extraction.entities:
+        if chunk.text[m.start : m.end] != m.text:
+            raise AssertionError(f"mention {m} does not match chunk {chunk.id} text at its offsets")
+    for r in extraction.relations:
+        if r.head not in mentions or r.tail not in mentions:
+            raise AssertionError(f"relation {r} links a mention that is not in the extraction")

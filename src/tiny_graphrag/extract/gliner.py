@@ -1,0 +1,355 @@
+"""GLiNER for typed entities, GLiREL for typed relations, through their batch APIs.
+
+We call the models directly rather than through their spaCy wrappers: the wrappers can drop all
+entities silently, ignore thresholds and run one document at a time (shared/notes). Models load
+once per process (cache keyed by path, device and dtype) on first use, never at import time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import logging
+import re
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from ..errors import ModelLoadError, require
+from ..models import choose_device, enable_offline_mode, file_fingerprint, resolve_model
+from ..models import models_dir as default_models_dir
+from ..records import Chunk, EntityMention, Extraction, RelationMention
+from ..schema import Schema
+from .base import batched, best_label_per_pair, dedupe_mentions, enforce_constraints, keep_schema_types, progress_bar
+
+if TYPE_CHECKING:  # pragma: no cover
+    import os
+
+    from ..config import ExtractionConfig
+
+log = logging.getLogger(__name__)
+
+# The word splitter GLiNER ("whitespace" splitter) and GLiREL use by default.
+_WORD = re.compile(r"\w+(?:[-_]\w+)*|\S")
+
+
+# ---- runtime and model cache --------------------------------------------------------------
+@dataclass(frozen=True)
+class Runtime:
+    device: str
+    half: bool
+
+    @property
+    def dtype(self) -> str:
+        return "float16" if self.half else "float32"
+
+
+def runtime_for(config: "ExtractionConfig") -> Runtime:
+    """Device from the config (else CUDA -> MPS -> CPU); fp16 only on CUDA and when asked."""
+    device = choose_device(config.device)
+    return Runtime(device=device, half=bool(config.half_precision) and device.startswith("cuda"))
+
+
+_CACHE: dict[tuple[str, str, str, bool], Any] = {}
+_CACHE_LOCK = threading.Lock()
+_FINGERPRINTS: dict[str, str] = {}
+
+
+def clear_model_cache() -> None:
+    """Forget every loaded model (frees memory; the next use loads again)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _cached(kind: str, path: Path, rt: Runtime, load: Callable[[], Any]) -> Any:
+    key = (kind, str(path.resolve()), rt.device, rt.half)
+    with _CACHE_LOCK:  # held while loading so two threads never load the same model twice
+        if key not in _CACHE:
+            started = time.perf_counter()
+            _CACHE[key] = load()
+            log.info("loaded %s model %s on %s (%s) in %.1fs", kind, path, rt.device, rt.dtype,
+                     time.perf_counter() - started)
+        return _CACHE[key]
+
+
+def fingerprint(path: Path) -> str:
+    """file_fingerprint, computed once per process per path."""
+    key = str(path.resolve())
+    if key not in _FINGERPRINTS:
+        _FINGERPRINTS[key] = file_fingerprint(path)
+    return _FINGERPRINTS[key]
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+_CORRUPT = "The folder may be incomplete or corrupt: delete it and fetch it again (`tiny-graphrag models download`)."
+
+
+def _load_error(kind: str, path: Path, exc: BaseException, fix: str = _CORRUPT) -> ModelLoadError:
+    detail = str(exc).strip().rstrip(".")
+    return ModelLoadError(f"could not load the {kind} model at {path}: {type(exc).__name__}: {detail}. {fix}")
+
+
+def load_gliner(path: Path, rt: Runtime) -> Any:
+    """A GLiNER model from a local folder (cached per process)."""
+
+    def load() -> Any:
+        gliner = require("gliner", "gliner", "GLiNER entity extraction")
+        enable_offline_mode()
+        if not (path / "gliner_config.json").is_file():
+            raise ModelLoadError(f"{path} is not a GLiNER model folder: it has no gliner_config.json")
+        try:
+            model = gliner.GLiNER.from_pretrained(str(path), local_files_only=True, map_location=rt.device)
+        except Exception as exc:
+            raise _load_error(
+                "GLiNER", path, exc,
+                "A folder without tokenizer files needs its backbone (model_name in gliner_config.json) "
+                "in the Hugging Face cache. " + _CORRUPT,
+            ) from exc
+        if rt.half:
+            model.half()
+        model.eval()
+        return model
+
+    return _cached("gliner", path, rt, load)
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' warnings while GLiREL rebuilds its encoder.
+
+    GLiREL resizes the backbone's embeddings on construction, which makes transformers warn
+    about how new rows are initialised; the checkpoint overwrites them right after.
+    """
+    logger = logging.getLogger("transformers")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> str:
+    """Where GLiREL's backbone (tokenizer + config) is, preferring local folders.
+
+    GLiREL rebuilds its encoder from `model_name` before loading its own weights, so the
+    backbone must be found offline: the path as saved, relative to the model folder, a
+    `backbone/` folder inside it, or `<models_dir>/<last part of the name>`. Otherwise the name
+    is returned unchanged and must be in the Hugging Face cache.
+    """
+    candidates = [Path(name).expanduser(), model_dir / name, model_dir / "backbone", models_dir / Path(name).name]
+    for c in candidates:
+        if (c / "config.json").is_file():
+            return str(c)
+    return name
+
+
+def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | None" = None) -> Any:
+    """A GLiREL model from a local folder (cached per process).
+
+    We read glirel_config.json and the weights ourselves instead of `GLiREL.from_pretrained`:
+    that lets us point `model_name` at a local backbone, and avoids from_pretrained's
+    incompatibility with huggingface_hub>=1 (shared/notes).
+    """
+
+    def load() -> Any:
+        torch = require("torch", "gliner", "GLiREL relation extraction")
+        glirel = require("glirel", "gliner", "GLiREL relation extraction")
+        enable_offline_mode()
+        config_file, weights = path / "glirel_config.json", path / "pytorch_model.bin"
+        for f in (config_file, weights):
+            if not f.is_file():
+                raise ModelLoadError(f"{path} is not a GLiREL model folder: {f.name} is missing")
+        try:
+            config = argparse.Namespace(**json.loads(config_file.read_text(encoding="utf-8")))
+        except (ValueError, TypeError) as exc:
+            raise _load_error("GLiREL", path, exc) from exc
+        base = default_models_dir(models_dir)
+        backbone = _glirel_backbone(str(config.model_name), path, base)
+        config.model_name = backbone
+        # We always pass one fixed label list for the whole batch; with False GLiREL would
+        # read a label list per text (shared/notes).
+        config.fixed_relation_types = True
+        config.device = rt.device
+        try:
+            # fork_rng: building the model resizes embeddings with random values (overwritten by
+            # the checkpoint); keep the caller's torch RNG state untouched.
+            with torch.random.fork_rng(devices=[]), _quiet_transformers():
+                model = glirel.GLiREL(config)
+        except Exception as exc:
+            raise _load_error(
+                "GLiREL", path, exc,
+                f"GLiREL rebuilds its encoder from the backbone '{backbone}' (model_name in "
+                f"glirel_config.json) before loading its weights: put that model's folder at "
+                f"{path / 'backbone'} or {base / Path(backbone).name}, or in the Hugging Face cache.",
+            ) from exc
+        try:
+            state = torch.load(weights, map_location="cpu", weights_only=True)
+            result = model.load_state_dict(state, strict=False)
+        except Exception as exc:
+            raise _load_error("GLiREL", path, exc) from exc
+        if result.missing_keys:
+            log.warning("GLiREL checkpoint %s lacks %d parameters (e.g. %s); they stay random",
+                        weights, len(result.missing_keys), result.missing_keys[:3])
+        model.to(rt.device)
+        if rt.half:
+            model.half()
+        model.eval()
+        return model
+
+    return _cached("glirel", path, rt, load)
+
+
+# ---- words and token spans ----------------------------------------------------------------
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) character offsets of the words GLiREL reads."""
+    return [(m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def token_span(starts: Sequence[int], ends: Sequence[int], mention: EntityMention) -> tuple[int, int] | None:
+    """Inclusive (first, last) indices of the words a mention overlaps, or None."""
+    first = bisect.bisect_right(ends, mention.start)  # first word ending after the mention starts
+    last = bisect.bisect_left(starts, mention.end) - 1  # last word starting before it ends
+    return (first, last) if first <= last else None
+
+
+# ---- relations ----------------------------------------------------------------------------
+class GlirelRelations:
+    """GLiREL over mentions found by another model; shared by the GLiNER and spaCy extractors."""
+
+    def __init__(self, schema: Schema, config: "ExtractionConfig", path: Path,
+                 models_dir: "str | os.PathLike[str] | None" = None):
+        self.schema = schema
+        self.labels = list(schema.relation_labels)
+        self.threshold = float(config.relation_threshold)
+        self.path = path
+        self._config = config
+        self._models_dir = models_dir
+
+    def _model(self) -> Any:
+        return load_glirel(self.path, runtime_for(self._config), self._models_dir)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "fingerprint": fingerprint(self.path),
+            "relation_threshold": self.threshold,
+            "glirel_version": _package_version("glirel"),
+        }
+
+    def predict(self, texts: Sequence[str], mentions: Sequence[Sequence[EntityMention]]) -> list[list[RelationMention]]:
+        """Relations for each text between its given mentions (same objects), schema-checked."""
+        out: list[list[RelationMention]] = [[] for _ in texts]
+        if not self.labels:
+            return out
+        tokens, ner, span_to_mention, index = [], [], [], []
+        for i, (text, ms) in enumerate(zip(texts, mentions)):
+            words = word_spans(text)
+            starts, ends = [s for s, _ in words], [e for _, e in words]
+            spans: dict[tuple[int, int], EntityMention] = {}
+            for m in ms:
+                span = token_span(starts, ends, m)
+                if span is not None and span not in spans:  # one mention per token span
+                    spans[span] = m
+            if len(spans) < 2:  # no pair to classify (GLiREL also fails on zero spans)
+                continue
+            tokens.append([text[s:e] for s, e in words])
+            # GLiREL's NER format: [first word, last word (inclusive), type, text]
+            ner.append([[s, e, m.type, m.text] for (s, e), m in sorted(spans.items())])
+            span_to_mention.append(spans)
+            index.append(i)
+        if not tokens:
+            return out
+        raw = self._model().batch_predict_relations(
+            tokens, self.labels, threshold=self.threshold, ner=ner, top_k=-1
+        )
+        for i, spans, rels in zip(index, span_to_mention, raw):
+            found = []
+            for r in rels:
+                # GLiREL reports [first word, last word + 1]; map back to our exact mentions.
+                head = spans.get((r["head_pos"][0], r["head_pos"][1] - 1))
+                tail = spans.get((r["tail_pos"][0], r["tail_pos"][1] - 1))
+                if head is None or tail is None:  # cannot happen unless GLiREL changes format
+                    log.debug("dropping GLiREL relation with unknown span: %s", r)
+                    continue
+                found.append(RelationMention(head=head, tail=tail, label=str(r["label"]), score=float(r["score"])))
+            out[i] = best_label_per_pair(enforce_constraints(found, self.schema))
+        return out
+
+
+# ---- the extractor ------------------------------------------------------------------------
+class GlinerGlirelExtractor:
+    """Entities of the schema's types with GLiNER, relations of its labels with GLiREL."""
+
+    name = "gliner"
+
+    def __init__(self, schema: Schema, config: "ExtractionConfig",
+                 models_dir: "str | os.PathLike[str] | None" = None):
+        self.schema = schema
+        self.config = config
+        # Resolve paths now so that a missing model fails before any work is done.
+        self.gliner_path = resolve_model(config.gliner_model, kind="gliner", models_dir_=models_dir)
+        self.relations: GlirelRelations | None = None
+        if schema.relation_types:
+            glirel_path = resolve_model(config.glirel_model, kind="glirel", models_dir_=models_dir)
+            self.relations = GlirelRelations(schema, config, glirel_path, models_dir)
+        else:
+            log.info("schema '%s' has no relation types: extracting entities only", schema.name)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "extractor": self.name,
+            "gliner_model": {
+                "path": str(self.gliner_path),
+                "fingerprint": fingerprint(self.gliner_path),
+                "entity_threshold": float(self.config.entity_threshold),
+                "gliner_version": _package_version("gliner"),
+            },
+            "glirel_model": self.relations.describe() if self.relations else None,
+            "dtype": runtime_for(self.config).dtype,
+            "schema": self.schema.to_dict(),
+        }
+
+    def entities(self, texts: Sequence[str]) -> list[list[EntityMention]]:
+        """GLiNER mentions of the schema's types for each text (one batched call)."""
+        model = load_gliner(self.gliner_path, runtime_for(self.config))
+        labels = list(self.schema.entity_types)
+        # `inference` is the batch API of recent GLiNER; older releases only have the
+        # (now deprecated) batch_predict_entities.
+        predict = getattr(model, "inference", None) or model.batch_predict_entities
+        raw = predict(list(texts), labels, flat_ner=True, threshold=float(self.config.entity_threshold),
+                      batch_size=max(1, len(texts)))
+        out = []
+        for text, ents in zip(texts, raw):
+            mentions = [
+                EntityMention(text=text[e["start"] : e["end"]], type=str(e["label"]),
+                              start=int(e["start"]), end=int(e["end"]), score=float(e["score"]))
+                for e in ents
+            ]
+            out.append(dedupe_mentions(keep_schema_types(mentions, self.schema)))
+        return out
+
+    def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
+        results: list[Extraction] = []
+        with progress_bar(len(chunks), enabled=progress, desc="extracting (GLiNER+GLiREL)") as bar:
+            for batch in batched(chunks, self.config.batch_size):
+                texts = [c.text for c in batch]
+                mentions = self.entities(texts)
+                relations = self.relations.predict(texts, mentions) if self.relations else [[] for _ in batch]
+                for chunk, ms, rs in zip(batch, mentions, relations):
+                    results.append(Extraction(chunk_id=chunk.id, entities=tuple(ms), relations=tuple(rs)))
+                bar.update(len(batch))
+        log.debug("extracted %d chunks: %d mentions, %d relations", len(results),
+                  sum(len(r.entities) for r in results), sum(len(r.relations) for r in results))
+        return results

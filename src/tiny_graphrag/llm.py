@@ -1,0 +1,519 @@
+"""The LLM contract, its llama.cpp backend and a deterministic fake for unit tests.
+
+Every call goes through a `CallCache` keyed by (model fingerprint, request), so a rerun of an
+identical build replays the stored outputs and makes no model call. `llama_cpp` is imported only
+when a `LlamaCppLLM` is constructed: importing this module loads nothing heavy.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .cache import CallCache, cache_key
+from .config import LLMConfig
+from .errors import ModelLoadError, TinyGraphRAGError, require
+from .models import file_fingerprint, resolve_model
+
+log = logging.getLogger(__name__)
+
+GGUF_MAGIC = b"GGUF"
+
+
+class ContextWindowError(TinyGraphRAGError, ValueError):
+    """A prompt plus the tokens asked for do not fit in the model's context window."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str  # "stop" or "length" (the output hit max_tokens)
+    cached: bool = False  # True when replayed from the CallCache (no model call was made)
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What the pipeline needs from a language model."""
+
+    name: str
+    fingerprint: str  # identifies the weights (and chat format): part of every cache key
+    n_ctx: int
+    calls: int  # real model calls made by this instance
+    cache_hits: int  # calls answered from the cache
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def complete(
+        self,
+        messages: list[dict],
+        *,
+        schema: dict | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Completion: ...
+
+    def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]: ...
+
+
+def context_window_error(prompt_tokens: int, max_tokens: int, n_ctx: int) -> ContextWindowError:
+    return ContextWindowError(
+        f"the prompt is {prompt_tokens} tokens, but with n_ctx={n_ctx} and max_tokens={max_tokens} "
+        f"only {max(n_ctx - max_tokens, 0)} prompt tokens fit. To fix: raise LLMConfig.n_ctx "
+        f"(the model's context window), lower the output max_tokens (e.g. LLMConfig.max_report_tokens), "
+        f"or give the prompt less context."
+    )
+
+
+class _CachedLLM:
+    """Shared caching and bookkeeping; subclasses implement `_complete` and `_stream`."""
+
+    name: str
+    fingerprint: str
+    n_ctx: int
+    seed: int = 0
+
+    def __init__(self, cache: CallCache | None) -> None:
+        # Without a persistent cache an in-memory one still de-duplicates calls within a process.
+        self.cache = cache if cache is not None else CallCache(None)
+        self.calls = 0
+        self.cache_hits = 0
+
+    def _key(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> str:
+        request = {
+            "messages": messages,
+            "schema": schema,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": self.seed,
+        }
+        return cache_key("chat", self.fingerprint, request)
+
+    def complete(
+        self,
+        messages: list[dict],
+        *,
+        schema: dict | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Completion:
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        key = self._key(messages, schema, max_tokens, temperature)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.cache_hits += 1
+            return Completion(**{**hit, "cached": True})
+        result = self._complete(messages, schema, max_tokens, temperature)
+        self.calls += 1
+        stored = asdict(result)
+        stored.pop("cached")
+        self.cache.put(key, stored)
+        return result
+
+    def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
+        """Yield the output text piece by piece; a cached answer comes back as one piece."""
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        # Same key as an unconstrained `complete`: greedy decoding gives the same text either way.
+        key = self._key(messages, None, max_tokens, temperature)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.cache_hits += 1
+            yield hit["text"]
+            return
+        pieces: list[str] = []
+        state: dict[str, Any] = {}
+        try:
+            for piece in self._stream(messages, max_tokens, temperature, state):
+                pieces.append(piece)
+                yield piece
+        finally:
+            if state.get("started"):  # the model ran (the context check passed)
+                self.calls += 1
+        # Stored only when the consumer read the stream to its end.
+        text = "".join(pieces)
+        self.cache.put(
+            key,
+            {
+                "text": text,
+                "prompt_tokens": state.get("prompt_tokens", 0),
+                "completion_tokens": state.get("completion_tokens", self.count_tokens(text)),
+                "finish_reason": state.get("finish_reason", "stop"),
+            },
+        )
+
+    # -- to implement -------------------------------------------------------------------------
+    def count_tokens(self, text: str) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
+        raise NotImplementedError  # pragma: no cover
+
+    def _stream(
+        self, messages: list[dict], max_tokens: int, temperature: float, state: dict[str, Any]
+    ) -> Iterator[str]:
+        raise NotImplementedError  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------
+# llama.cpp backend
+
+
+# One loaded model per (file, n_ctx, n_gpu_layers, n_threads) per process: loading a GGUF costs
+# seconds to minutes and its memory is large; llama.cpp contexts are not thread-safe, hence the lock.
+_LOADED: dict[tuple, tuple[Any, threading.Lock]] = {}
+_LOADED_LOCK = threading.Lock()
+
+_PROBE = "tgr-system-probe-7f3a"
+
+
+class _Captured(Exception):
+    """Raised by the capture proxy to stop a chat handler right before it runs the model."""
+
+    def __init__(self, kwargs: dict[str, Any]):
+        super().__init__("captured")
+        self.kwargs = kwargs
+
+
+class _CaptureProxy:
+    """Stands in for `Llama` inside a chat handler: everything is delegated except the model run.
+
+    This gives the exact prompt tokens and sampling arguments (stop strings, grammar) the chat
+    format produces, so the context-window check is exact and one formatting path serves both
+    `complete` and `stream`.
+    """
+
+    def __init__(self, llama: Any):
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, **kwargs: Any) -> Any:
+        raise _Captured(kwargs)
+
+
+def gguf_architecture(path: Path) -> str | None:
+    """`general.architecture` read from the GGUF header (for error messages), or None."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return None
+    key = b"general.architecture"
+    i = head.find(key)
+    if i < 0:
+        return None
+    j = i + len(key)
+    try:
+        vtype, length = struct.unpack_from("<IQ", head, j)
+    except struct.error:
+        return None
+    if vtype != 8 or length > 256:  # 8 = GGUF string
+        return None
+    return head[j + 12 : j + 12 + length].decode("utf-8", "replace")
+
+
+def check_gguf(path: Path) -> None:
+    """Fail early, naming the file, when `path` is not a GGUF file (llama.cpp would abort vaguely)."""
+    if path.is_dir():
+        raise ModelLoadError(
+            f"LLM model {path} is a directory, not a GGUF file. To fix: set LLMConfig.model to the .gguf file itself."
+        )
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head != GGUF_MAGIC:
+        raise ModelLoadError(
+            f"LLM model {path} is not a GGUF file (it starts with {head!r}; GGUF files start with b'GGUF'). "
+            f"To fix: download the .gguf file again (it may be truncated or an HTML error page), or convert "
+            f"the model with llama.cpp's convert_hf_to_gguf.py."
+        )
+
+
+def _load_llama(path: Path, config: LLMConfig) -> tuple[Any, threading.Lock]:
+    llama_cpp = require("llama_cpp", "llm", "Community reports and answers")
+    n_gpu_layers = config.n_gpu_layers
+    if n_gpu_layers is None:
+        n_gpu_layers = -1 if llama_cpp.llama_supports_gpu_offload() else 0
+    key = (str(path.resolve()), config.n_ctx, n_gpu_layers, config.n_threads)
+    with _LOADED_LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        check_gguf(path)
+        log.info("loading %s (n_ctx=%d, n_gpu_layers=%d)", path, config.n_ctx, n_gpu_layers)
+        try:
+            llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=config.n_ctx,
+                n_gpu_layers=n_gpu_layers,
+                n_threads=config.n_threads,
+                seed=config.seed,
+                verbose=False,
+            )
+        except Exception as exc:
+            arch = gguf_architecture(path) or "unknown"
+            version = getattr(llama_cpp, "__version__", "?")
+            raise ModelLoadError(
+                f"llama.cpp could not load {path} (architecture '{arch}'): {exc}. The file may be corrupt, "
+                f"or its architecture is not supported by llama-cpp-python {version}. To fix: upgrade it "
+                f"(pip install -U llama-cpp-python) or use a GGUF of a supported model."
+            ) from exc
+        _LOADED[key] = (llama, threading.Lock())
+        return _LOADED[key]
+
+
+class LlamaCppLLM(_CachedLLM):
+    """A local GGUF model run by llama-cpp-python.
+
+    Calls on one loaded model are serialised by a lock; a `stream` holds it until the stream is
+    read to its end or closed, so finish (or close) a stream before the next call on that model.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig | None = None,
+        *,
+        models_dir: str | os.PathLike | None = None,
+        cache: CallCache | None = None,
+    ) -> None:
+        super().__init__(cache)
+        self.config = config = config or LLMConfig()
+        self.path = resolve_model(config.model, kind="gguf", models_dir_=models_dir)
+        self._llama, self._lock = _load_llama(self.path, config)
+        self.name = self.path.name
+        self.n_ctx = int(self._llama.n_ctx())
+        self.seed = config.seed
+        self.chat_format = self._resolve_chat_format(config.chat_format)
+        self._handler = self._chat_handler(self.chat_format)
+        self._merge_system = not self._keeps_system_messages()
+        # The chat format changes every prompt, so it is part of what the outputs depend on.
+        self.fingerprint = f"{file_fingerprint(self.path)}:{self.chat_format}"
+
+    # -- chat format ----------------------------------------------------------------------------
+    def _resolve_chat_format(self, configured: str | None) -> str:
+        if configured:
+            return configured
+        metadata = getattr(self._llama, "metadata", {}) or {}
+        if "tokenizer.chat_template" in metadata:
+            return self._llama.chat_format  # guessed by llama-cpp-python, or "chat_template.default"
+        arch = str(metadata.get("general.architecture", ""))
+        # Base models ship without a template; llama-cpp-python would silently use "llama-2".
+        fallback = "gemma" if arch.startswith("gemma") else "llama-2"
+        log.warning(
+            "%s has no chat template; using chat_format=%r (set LLMConfig.chat_format to choose)",
+            self.path.name,
+            fallback,
+        )
+        return fallback
+
+    def _chat_handler(self, fmt: str) -> Callable[..., Any]:
+        from llama_cpp import llama_chat_format
+
+        handlers = getattr(self._llama, "_chat_handlers", {})  # templates stored in the GGUF
+        if fmt in handlers:
+            return handlers[fmt]
+        try:
+            return llama_chat_format.get_chat_completion_handler(fmt)
+        except Exception as exc:
+            raise ModelLoadError(
+                f"unknown chat_format {fmt!r} for {self.path}: {exc}. To fix: set LLMConfig.chat_format "
+                f"to one llama-cpp-python knows (e.g. 'chatml', 'llama-3', 'gemma') or None for the GGUF's own."
+            ) from exc
+
+    def _keeps_system_messages(self) -> bool:
+        """Whether the chat format renders system messages (gemma's drops them)."""
+        messages = [{"role": "system", "content": _PROBE}, {"role": "user", "content": "hi"}]
+        try:
+            kwargs = self._capture(messages, None, 1, 0.0, merge=False)
+        except Exception:  # some templates raise on a system role: merge then
+            return False
+        prompt = kwargs["prompt"]
+        text = self._llama.detokenize(prompt).decode("utf-8", "replace") if not isinstance(prompt, str) else prompt
+        return _PROBE in text
+
+    def _prepare(self, messages: list[dict]) -> list[dict]:
+        if not self._merge_system:
+            return messages
+        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system" and m.get("content"))
+        rest = [dict(m) for m in messages if m.get("role") != "system"]
+        if not system:
+            return rest
+        for m in rest:
+            if m.get("role") == "user":
+                m["content"] = f"{system}\n\n{m.get('content') or ''}"
+                break
+        else:
+            rest.insert(0, {"role": "user", "content": system})
+        return rest
+
+    def _capture(
+        self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, *, merge: bool = True
+    ) -> dict[str, Any]:
+        """The exact `create_completion` arguments the chat handler would use."""
+        response_format = {"type": "json_object", "schema": schema} if schema is not None else None
+        try:
+            self._handler(
+                llama=_CaptureProxy(self._llama),
+                messages=self._prepare(messages) if merge else messages,
+                temperature=temperature,
+                seed=self.seed,
+                response_format=response_format,
+                max_tokens=max_tokens,
+                repeat_penalty=1.0,
+                stream=False,
+            )
+        except _Captured as captured:
+            return captured.kwargs
+        raise ModelLoadError(  # pragma: no cover - only for exotic handlers
+            f"chat_format {self.chat_format!r} does not run through create_completion; choose another LLMConfig.chat_format"
+        )
+
+    # -- LLM protocol -----------------------------------------------------------------------------
+    def count_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def _run_kwargs(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> dict:
+        kwargs = self._capture(messages, schema, max_tokens, temperature)
+        n_prompt = len(kwargs["prompt"])
+        # llama-cpp-python would silently shrink max_tokens to what is left; we refuse instead.
+        if n_prompt + max_tokens > self.n_ctx:
+            raise context_window_error(n_prompt, max_tokens, self.n_ctx)
+        kwargs["max_tokens"] = max_tokens
+        return kwargs
+
+    def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
+        with self._lock:
+            kwargs = self._run_kwargs(messages, schema, max_tokens, temperature)
+            out = self._llama.create_completion(**kwargs)
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Completion(
+            text=choice["text"],
+            prompt_tokens=int(usage.get("prompt_tokens", len(kwargs["prompt"]))),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            finish_reason=choice.get("finish_reason") or "stop",
+            cached=False,
+        )
+
+    def _stream(
+        self, messages: list[dict], max_tokens: int, temperature: float, state: dict[str, Any]
+    ) -> Iterator[str]:
+        with self._lock:
+            kwargs = self._run_kwargs(messages, None, max_tokens, temperature)
+            kwargs["stream"] = True
+            state["started"] = True
+            state["prompt_tokens"] = len(kwargs["prompt"])
+            n = 0
+            for chunk in self._llama.create_completion(**kwargs):
+                choice = chunk["choices"][0]
+                if choice.get("finish_reason"):
+                    state["finish_reason"] = choice["finish_reason"]
+                if choice.get("text"):
+                    n += 1
+                    yield choice["text"]
+            state["completion_tokens"] = n
+
+
+# --------------------------------------------------------------------------------------------
+# Fake for unit tests
+
+
+Responder = Callable[[list[dict], "dict | None", int], "str | dict | list"]
+
+
+def example_from_schema(schema: dict) -> Any:
+    """A small instance of a JSON schema (objects, arrays, strings, numbers, booleans, enums)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = kind[0]
+    if kind == "object":
+        return {k: example_from_schema(v) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [example_from_schema(schema.get("items", {})) for _ in range(max(1, schema.get("minItems", 1)))]
+    if kind in ("number", "integer"):
+        return schema.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return "text"
+
+
+class FakeLLM(_CachedLLM):
+    """Deterministic stand-in for unit tests of our own logic (not of the model integration).
+
+    Tokens are whitespace-separated words. `respond(messages, schema, max_tokens)` returns the
+    output (a dict/list is dumped as JSON); by default a minimal instance of the schema, else an
+    echo of the last message. Output longer than max_tokens words is cut to max_tokens words
+    with finish_reason "length", like a real model running out of tokens.
+    """
+
+    def __init__(
+        self,
+        respond: Responder | None = None,
+        *,
+        n_ctx: int = 4096,
+        name: str = "fake",
+        cache: CallCache | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(cache)
+        self.respond = respond
+        self.name = name
+        self.n_ctx = n_ctx
+        self.seed = seed
+        self.fingerprint = f"fake:{name}"
+        self.requests: list[dict[str, Any]] = []  # every real call, for assertions
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def prompt_tokens(self, messages: list[dict]) -> int:
+        return sum(self.count_tokens(m.get("content") or "") for m in messages)
+
+    def _output(self, messages: list[dict], schema: dict | None, max_tokens: int) -> str:
+        if self.respond is not None:
+            out = self.respond(messages, schema, max_tokens)
+        elif schema is not None:
+            out = example_from_schema(schema)
+        else:
+            out = "echo: " + (messages[-1].get("content") or "" if messages else "")
+        return out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+
+    def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
+        n_prompt = self.prompt_tokens(messages)
+        if n_prompt + max_tokens > self.n_ctx:
+            raise context_window_error(n_prompt, max_tokens, self.n_ctx)
+        self.requests.append({"messages": messages, "schema": schema, "max_tokens": max_tokens})
+        text = self._output(messages, schema, max_tokens)
+        words = re.findall(r"\S+\s*", text)
+        finish = "stop"
+        if len(words) > max_tokens:
+            text, finish = "".join(words[:max_tokens]).rstrip(), "length"
+        return Completion(text, n_prompt, min(len(words), max_tokens), finish, cached=False)
+
+    def _stream(
+        self, messages: list[dict], max_tokens: int, temperature: float, state: dict[str, Any]
+    ) -> Iterator[str]:
+        result = self._complete(messages, None, max_tokens, temperature)
+        state["started"] = True
+        state.update(
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            finish_reason=result.finish_reason,
+        )
+        yield from re.findall(r"\S+\s*", result.text)

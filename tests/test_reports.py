@@ -1,0 +1,442 @@
+"""Community report context budgets, sub-report substitution, citations and generation (FakeLLM)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import networkx as nx
+import pytest
+
+from tiny_graphrag.cache import CallCache
+from tiny_graphrag.communities import hierarchical_communities
+from tiny_graphrag.config import CommunityConfig
+from tiny_graphrag.llm import ContextWindowError, FakeLLM
+from tiny_graphrag.records import Community, Finding, Report
+from tiny_graphrag.reports import (
+    REPORT_SCHEMA,
+    ReportError,
+    build_report_context,
+    filter_citations,
+    generate_reports,
+    parse_citations,
+    parse_report_json,
+    prompt_tokens,
+    report_messages,
+)
+
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+
+
+def make_graph(seed: int = 0, n_nodes: int = 40, n_edges: int = 90, n_singletons: int = 3):
+    """A graph in the pipeline's contract (hids, labels, weights, provenance) plus its sources."""
+    r = random.Random(seed)
+    # (sid, text, chunk start in its document): provenance offsets are document-level.
+    sources = {f"chunk{j}": (500 + j, " ".join(r.choice(WORDS) for _ in range(150)), 10_000 * j) for j in range(12)}
+    g = nx.MultiDiGraph()
+    for i in range(n_nodes + n_singletons):
+        g.add_node(
+            f"node {i}",
+            name=f"Node {i}",
+            type=r.choice(["person", "organization"]),
+            mentions=r.randint(1, 6),
+            provenance=[("doc", f"chunk{r.randint(0, 11)}", 0, 10)],
+            hid=i,
+        )
+    hid = 1000
+    for _ in range(n_edges):
+        a, b = r.sample(range(n_nodes), 2)
+        label = r.choice(["works with", "owns", "knows"])
+        if g.has_edge(f"node {a}", f"node {b}", label):
+            continue
+        chunk = r.randint(0, 11)
+        start = 10_000 * chunk + r.randint(0, 700)
+        g.add_edge(
+            f"node {a}",
+            f"node {b}",
+            key=label,
+            label=label,
+            score=0.9,
+            weight=r.randint(1, 4),
+            provenance=[("doc", "missing", 0, 5), ("doc", f"chunk{chunk}", start, start + 25)],
+            hid=hid,
+        )
+        hid += 1
+    return g, sources
+
+
+# Tokenizers with different join behaviour: the budget must hold for each, exactly.
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def word_punct(text: str) -> int:
+    return len(re.findall(r"\w+|[^\w\s]", text))
+
+
+def chars(text: str) -> int:
+    return (len(text) + 2) // 3
+
+
+def costly_newlines(text: str) -> int:  # joins cost more than the builder's per-row estimate
+    return len(text.split()) + 3 * text.count("\n")
+
+
+TOKENIZERS = [pytest.param(t, id=t.__name__) for t in (words, word_punct, chars, costly_newlines)]
+
+
+def fake_report(i: int = 0, explanation: str = "It is so [Data: Entities (0)].") -> Report:
+    return Report(f"c{i}", 1, f"Title {i}", f"Summary {i}", 5.0, "why", (Finding("finding", explanation),))
+
+
+def table_ids(text: str) -> dict[str, set[int]]:
+    """Ids in the first column of each table of a context or prompt."""
+    out = {"entities": set(), "relationships": set(), "sources": set()}
+    current = None
+    for line in text.splitlines():
+        m = re.fullmatch(r"-----(\w+)-----", line.strip())
+        if m:
+            current = m.group(1).lower()
+            continue
+        if current in out and line[:1].isdigit():
+            out[current].add(int(line.split(",", 1)[0]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph_and_communities():
+    g, sources = make_graph()
+    comms = hierarchical_communities(g, CommunityConfig(max_cluster_size=5))
+    assert max(c.level for c in comms) >= 1
+    return g, sources, comms
+
+
+# -- context builder ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", TOKENIZERS)
+def test_budget_never_exceeded(graph_and_communities, count):
+    g, sources, comms = graph_and_communities
+    base = prompt_tokens(report_messages(""), count)
+    by_id = {c.id: c for c in comms}
+    subs = {c.id: fake_report(i) for i, c in enumerate(comms)}
+    for budget in range(base + 40, base + 1500, 97):
+        for c in comms:
+            try:
+                ctx = build_report_context(c, g, sources, count, budget, subs, communities=by_id)
+            except ContextWindowError:
+                continue  # only when not even one element fits; checked below
+            n = prompt_tokens(report_messages(ctx.text), count)
+            assert n == ctx.n_tokens
+            assert n <= budget
+            ids = table_ids(ctx.text)
+            assert ids["entities"] == set(ctx.entity_ids)
+            assert ids["relationships"] == set(ctx.relationship_ids)
+            assert ids["sources"] == set(ctx.source_ids)
+            assert ctx.text  # something always fits when no error is raised
+
+
+def test_leaf_context_orders_by_combined_degree_and_stops_at_budget(graph_and_communities):
+    g, sources, comms = graph_and_communities
+    leaf = max((c for c in comms if not c.children), key=lambda c: len(c.edges))
+    full = build_report_context(leaf, g, sources, words, 100_000)
+    assert len(full.relationship_ids) == len(leaf.edges)
+    assert set(full.entity_ids) == {g.nodes[n]["hid"] for n in leaf.nodes}
+    hid_to_edge = {g.edges[e]["hid"]: e for e in leaf.edges}
+    degrees = [g.degree(hid_to_edge[h][0]) + g.degree(hid_to_edge[h][1]) for h in full.relationship_ids]
+    assert degrees == sorted(degrees, reverse=True)
+    # A tighter budget keeps a prefix of that order.
+    small = build_report_context(leaf, g, sources, words, full.n_tokens - 30)
+    assert 0 < len(small.relationship_ids) < len(full.relationship_ids)
+    assert small.relationship_ids == full.relationship_ids[: len(small.relationship_ids)]
+    # Sources carry the text around each supporting span, never a chunk we have no text for.
+    assert set(full.source_ids) <= {entry[0] for entry in sources.values()}
+
+
+def test_singleton_context_is_just_the_entity_row(graph_and_communities):
+    g, sources, comms = graph_and_communities
+    singleton = next(c for c in comms if c.nodes == ("node 40",))
+    ctx = build_report_context(singleton, g, sources, words, 10_000)
+    assert ctx.text.startswith("-----Entities-----\nid,entity,type,mentions\n40,Node 40,")
+    assert "Relationships" not in ctx.text and "Sources" not in ctx.text
+    assert ctx.entity_ids == (40,) and ctx.relationship_ids == () and ctx.source_ids == ()
+
+
+def snippet_graph():
+    filler = "lorem ipsum dolor sit amet " * 20
+    text = filler + "Marie Curie married Pierre Curie in Paris." + " " + filler
+    at = len(filler)
+    g = nx.MultiDiGraph()
+    g.add_node("marie", name="Marie Curie", type="person", mentions=1, hid=0)
+    g.add_node("pierre", name="Pierre Curie", type="person", mentions=1, hid=1)
+    doc_start = 5000  # the chunk starts at this offset of its document
+    g.add_edge("marie", "pierre", key="spouse", label="spouse", weight=1, hid=7,
+               provenance=[("doc", "c", doc_start + at, doc_start + at + 32)])
+    community = Community("c1", 0, ("marie", "pierre"), edges=(("marie", "pierre", "spouse"),))
+    return g, community, text, doc_start
+
+
+def source_rows(text: str) -> list[str]:
+    return text.split("-----Sources-----\nid,text\n", 1)[1].splitlines()
+
+
+def test_source_snippet_uses_document_offsets():
+    g, community, text, doc_start = snippet_graph()
+    ctx = build_report_context(community, g, {"c": (3, text, doc_start)}, words, 10_000)
+    (row,) = source_rows(ctx.text)
+    assert row.startswith("3,") and "Marie Curie married Pierre Curie in Paris." in row
+    assert len(row) < len(text) / 2 and row.count("lorem") < 10  # a window, not the whole chunk
+    assert ctx.source_ids == (3,)
+
+
+def test_source_snippet_without_chunk_offset_finds_the_names():
+    g, community, text, _ = snippet_graph()
+    ctx = build_report_context(community, g, {"c": (3, text)}, words, 10_000)
+    (row,) = source_rows(ctx.text)
+    assert "Marie Curie married Pierre Curie" in row and len(row) < len(text) / 2
+
+
+def test_budget_too_small_raises_a_clear_error(graph_and_communities):
+    g, sources, comms = graph_and_communities
+    base = prompt_tokens(report_messages(""), words)
+    leaf = next(c for c in comms if c.edges)
+    with pytest.raises(ContextWindowError, match="n_ctx"):
+        build_report_context(leaf, g, sources, words, base + 3)
+    with pytest.raises(ContextWindowError, match="max_report_tokens"):
+        build_report_context(leaf, g, sources, words, base - 1)
+
+
+def test_higher_level_uses_all_elements_when_they_fit(graph_and_communities):
+    g, sources, comms = graph_and_communities
+    by_id = {c.id: c for c in comms}
+    parent = max((c for c in comms if len(c.children) > 1), key=lambda c: len(c.edges))
+    subs = {k: fake_report(i) for i, k in enumerate(parent.children)}
+    ctx = build_report_context(parent, g, sources, words, 100_000, subs, communities=by_id)
+    assert ctx.sub_report_ids == ()
+    assert len(ctx.relationship_ids) == len(parent.edges)
+
+
+def test_higher_level_substitutes_sub_reports_largest_first(graph_and_communities):
+    g, sources, comms = graph_and_communities
+    by_id = {c.id: c for c in comms}
+    parent = max((c for c in comms if len(c.children) > 1), key=lambda c: len(c.edges))
+    subs = {k: fake_report(i) for i, k in enumerate(parent.children)}
+    full = build_report_context(parent, g, sources, words, 100_000, subs, communities=by_id)
+    ctx = build_report_context(parent, g, sources, words, full.n_tokens - 20, subs, communities=by_id)
+    assert ctx.sub_report_ids, "the elements did not fit, so sub-reports must replace some"
+    assert ctx.n_tokens <= full.n_tokens - 20
+    kids = sorted((by_id[k] for k in parent.children), key=lambda c: (-len(c.nodes), -len(c.edges), c.id))
+    assert list(ctx.sub_report_ids) == [k.id for k in kids[: len(ctx.sub_report_ids)]]
+    replaced_edges = {g.edges[e]["hid"] for k in kids[: len(ctx.sub_report_ids)] for e in k.edges}
+    assert not replaced_edges & set(ctx.relationship_ids)
+    assert "-----Reports-----" in ctx.text and "Title" in ctx.text
+    assert "[Data:" not in ctx.text.split("-----Entities-----")[0], "sub-report citations are stripped"
+
+
+def test_only_sub_reports_when_nothing_else_fits(graph_and_communities):
+    g, sources, comms = graph_and_communities
+    by_id = {c.id: c for c in comms}
+    parent = max((c for c in comms if len(c.children) > 1), key=lambda c: len(c.edges))
+    subs = {k: fake_report(i) for i, k in enumerate(parent.children)}
+    base = prompt_tokens(report_messages(""), words)
+    ctx = build_report_context(parent, g, sources, words, base + 25, subs, communities=by_id)
+    assert ctx.sub_report_ids and ctx.n_tokens <= base + 25
+
+
+# -- citations ------------------------------------------------------------------------------
+
+
+def test_parse_citations():
+    text = (
+        "A [Data: Entities (1, 2, +more); Relationships (7)]. B [Data: Sources (3); Entities (2, 5)] "
+        "C [Data: Reports (0)] D [data: Relationship (8)]"
+    )
+    assert parse_citations(text) == {
+        "entities": [1, 2, 5],
+        "relationships": [7, 8],
+        "sources": [3],
+        "reports": [0],
+    }
+
+
+def test_filter_citations_keeps_only_existing_ids():
+    citable = {"entities": {1, 2}, "relationships": {7}, "sources": set()}
+    text = "A is B [Data: Entities (1, 99); Relationships (7, 8); Sources (3)]. C [Data: Sources (4)] end."
+    out = filter_citations(text, citable)
+    assert out == "A is B [Data: Entities (1); Relationships (7)]. C end."
+    assert parse_citations(out)["sources"] == []
+
+
+# -- parsing and repair ---------------------------------------------------------------------
+
+GOOD = {
+    "title": "T",
+    "summary": "S",
+    "rating": 12,
+    "rating_explanation": "R",
+    "findings": [{"summary": "f1", "explanation": "e1"}, {"summary": "f2", "explanation": "e2 long text"}],
+}
+
+
+def test_parse_report_json_valid_and_clamped():
+    data, repaired = parse_report_json(json.dumps(GOOD))
+    assert not repaired and data["rating"] == 10.0 and len(data["findings"]) == 2
+
+
+def test_parse_report_json_repairs_a_cut_off_finding():
+    text = json.dumps(GOOD)
+    cut = text[: text.index("long")]  # inside the second finding's explanation
+    data, repaired = parse_report_json(cut, truncated=True)
+    assert repaired and [f["summary"] for f in data["findings"]] == ["f1"]
+
+
+def test_parse_report_json_gives_up_when_required_fields_are_cut():
+    text = json.dumps(GOOD)
+    assert parse_report_json(text[: text.index("rating")], truncated=True) is None
+    assert parse_report_json("not json") is None
+    assert parse_report_json(json.dumps({**GOOD, "findings": []})) is None
+
+
+# -- generation with the fake LLM -----------------------------------------------------------
+
+
+def citing_responder(messages, schema, max_tokens):
+    """A schema-valid report citing one id from each table of the prompt plus invented ones."""
+    ids = table_ids(messages[-1]["content"])
+    pick = lambda kind: min(ids[kind]) if ids[kind] else 0  # noqa: E731
+    cite = (
+        f"[Data: Entities ({pick('entities')}, 99999); Relationships ({pick('relationships')}, 88888); "
+        f"Sources ({pick('sources')}, 77777); Reports (0)]"
+    )
+    return {
+        "title": "Community",
+        "summary": f"About it {cite}",
+        "rating": 4.5,
+        "rating_explanation": "Middling.",
+        "findings": [{"summary": "Main link", "explanation": f"They relate {cite}"}],
+    }
+
+
+def test_generate_reports_end_to_end_and_cached(graph_and_communities, tmp_path):
+    g, sources, comms = graph_and_communities
+    llm = FakeLLM(citing_responder, n_ctx=1200, cache=CallCache(tmp_path / "calls.sqlite"))
+    reports = generate_reports(g, comms, sources, llm, max_report_tokens=200)
+    assert [r.community_id for r in reports] == [c.id for c in comms]
+    assert [r.level for r in reports] == [c.level for c in comms]
+    assert llm.calls > 0 and all(r.findings for r in reports)
+    # Deepest level first: each parent's prompt came after its children's.
+    assert len(llm.requests) == llm.calls
+    # Every stored citation exists in the context the model saw.
+    prompts = [req["messages"][-1]["content"] for req in llm.requests]
+    for r in reports:
+        cites = parse_citations(r.findings[0].explanation)
+        assert not cites["reports"]
+        assert 99999 not in cites["entities"] and 88888 not in cites["relationships"]
+        assert 77777 not in cites["sources"]
+        assert any(
+            all(i in table_ids(p)[k] for k in ("entities", "relationships", "sources") for i in cites[k])
+            for p in prompts
+        )
+    assert any(parse_citations(r.findings[0].explanation)["relationships"] for r in reports)
+    # Every prompt respected the model's window.
+    assert all(prompt_tokens(req["messages"], llm.count_tokens) + req["max_tokens"] <= 1200 for req in llm.requests)
+
+    # An identical second run (new process: new LLM object, same cache file) makes no model call.
+    again = FakeLLM(citing_responder, n_ctx=1200, cache=CallCache(tmp_path / "calls.sqlite"))
+    assert generate_reports(g, comms, sources, again, max_report_tokens=200) == reports
+    assert again.calls == 0 and again.cache_hits == llm.calls
+
+
+def test_carried_down_community_reuses_its_childs_report():
+    g = nx.MultiDiGraph()
+    for i, n in enumerate("abc"):
+        g.add_node(n, name=n.upper(), type="t", mentions=1, hid=i)
+    g.add_edge("a", "b", key="r", label="r", weight=1, provenance=[], hid=10)
+    child = Community("child", 1, ("a", "b"), parent="root")
+    root = Community("root", 0, ("a", "b"), children=("child",), edges=(("a", "b", "r"),))
+    child = Community("child", 1, ("a", "b"), parent="root", edges=(("a", "b", "r"),))
+    llm = FakeLLM()
+    reports = generate_reports(g, [root, child], {}, llm, max_report_tokens=100)
+    assert llm.calls == 1
+    assert reports[0].community_id == "root" and reports[0].level == 0
+    assert reports[0].title == reports[1].title and reports[0].findings == reports[1].findings
+
+
+def long_report(n_findings: int = 5) -> dict:
+    return {
+        "title": "Long",
+        "summary": "word " * 30,
+        "rating": 3,
+        "rating_explanation": "because",
+        "findings": [{"summary": f"f{i}", "explanation": "lots of words " * 10} for i in range(n_findings)],
+    }
+
+
+def single_leaf():
+    g = nx.MultiDiGraph()
+    g.add_node("a", name="A", type="t", mentions=1, hid=0)
+    return g, [Community("c", 0, ("a",))]
+
+
+def test_truncated_output_is_retried_with_more_tokens():
+    g, comms = single_leaf()
+    llm = FakeLLM(lambda m, s, n: long_report(), n_ctx=4000)
+    # The JSON is ~200 words: 150 is cut off, the retry (300) is not.
+    (report,) = generate_reports(g, comms, {}, llm, max_report_tokens=150)
+    assert [r["max_tokens"] for r in llm.requests] == [150, 300]
+    assert len(report.findings) == 5
+
+
+def test_truncated_twice_is_repaired_by_dropping_the_unfinished_finding():
+    g, comms = single_leaf()
+    llm = FakeLLM(lambda m, s, n: long_report(), n_ctx=4000)
+    (report,) = generate_reports(g, comms, {}, llm, max_report_tokens=70)
+    assert [r["max_tokens"] for r in llm.requests] == [70, 140]
+    assert 1 <= len(report.findings) < 5
+    assert all(f.explanation.endswith("words") for f in report.findings), "no cut-off finding is stored"
+
+
+def test_retry_is_limited_by_the_context_window():
+    g, comms = single_leaf()
+    llm = FakeLLM(lambda m, s, n: long_report(), n_ctx=280)
+    prompt = prompt_tokens(report_messages(build_report_context(comms[0], g, {}, llm.count_tokens, 200).text), words)
+    generate_reports(g, comms, {}, llm, max_report_tokens=70, max_context_tokens=200)
+    assert [r["max_tokens"] for r in llm.requests] == [70, min(140, 280 - prompt)]
+
+
+def test_unrepairable_output_raises():
+    g, comms = single_leaf()
+    llm = FakeLLM(lambda m, s, n: long_report(), n_ctx=4000)
+    with pytest.raises(ReportError, match="max_report_tokens"):
+        generate_reports(g, comms, {}, llm, max_report_tokens=10)  # cut inside the summary
+    garbage = FakeLLM(lambda m, s, n: "no json here", n_ctx=4000)
+    with pytest.raises(ReportError):
+        generate_reports(g, comms, {}, garbage, max_report_tokens=100)
+
+
+def test_no_room_for_a_prompt_raises():
+    g, comms = single_leaf()
+    with pytest.raises(ContextWindowError, match="n_ctx"):
+        generate_reports(g, comms, {}, FakeLLM(n_ctx=500), max_report_tokens=480)
+    with pytest.raises(ContextWindowError, match="max_context_tokens=400"):
+        generate_reports(g, comms, {}, FakeLLM(n_ctx=500), max_report_tokens=200, max_context_tokens=400)
+
+
+def test_report_schema_shape():
+    assert REPORT_SCHEMA["required"] == ["title", "summary", "rating", "rating_explanation", "findings"]
+    findings = REPORT_SCHEMA["properties"]["findings"]
+    assert (findings["minItems"], findings["maxItems"]) == (1, 5)
+    assert list(REPORT_SCHEMA["properties"])[-1] == "findings"  # last, so truncation can be repaired
+
+
+def test_fake_llm_contract():
+    llm = FakeLLM()
+    out = llm.complete([{"role": "user", "content": "hi there"}], schema=REPORT_SCHEMA, max_tokens=50)
+    assert parse_report_json(out.text) is not None and out.prompt_tokens == 2 and not out.cached
+    again = llm.complete([{"role": "user", "content": "hi there"}], schema=REPORT_SCHEMA, max_tokens=50)
+    assert again.cached and again.text == out.text and llm.calls == 1 and llm.cache_hits == 1
+    streamed = "".join(llm.stream([{"role": "user", "content": "a b c"}], max_tokens=10))
+    assert streamed == "echo: a b c" and llm.calls == 2
+    with pytest.raises(ContextWindowError, match="n_ctx=4096"):
+        llm.complete([{"role": "user", "content": "w " * 4000}], max_tokens=200)
