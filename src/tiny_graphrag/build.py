@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from tqdm import tqdm
+
 from . import __version__
 from .cache import CallCache, cache_key
 from .chunking import chunk_documents
@@ -201,7 +203,7 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
         store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([c.text for c in chunks], progress=progress))
         keys = list(graph.nodes)
         store.save_vectors(
-            "entities", keys, embedder.embed([_entity_text(graph.nodes[k]) for k in keys], progress=progress)
+            "entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys], progress=progress)
         )
 
     with timer.stage("communities"):
@@ -275,7 +277,7 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
     return replace(summary, seconds_per_stage=timer.seconds)
 
 
-def _entity_text(data: Mapping[str, Any]) -> str:
+def entity_text(data: Mapping[str, Any]) -> str:
     aliases = [a for a in data.get("aliases", []) if a != data.get("name")][:3]
     extra = f"; also: {', '.join(aliases)}" if aliases else ""
     return f"{data.get('name', '')} ({data.get('type', '')}){extra}"
@@ -300,12 +302,15 @@ def _extract_cached(extractor, chunks: Sequence[Chunk], cache: CallCache, calls:
     calls["extraction"] = len(todo)
     # Extract in slices so a crash keeps the finished slices in the cache.
     step = 64
-    for s in range(0, len(todo), step):
-        idx = todo[s : s + step]
-        results = extractor.extract([chunks[i] for i in idx], progress=progress and len(todo) > step // 2)
-        for i, ex in zip(idx, results):
-            cache.put(keys[i], _extraction_to_json(ex))
-            found[i] = ex
+    with tqdm(total=len(todo), desc=f"extracting ({extractor.name})", unit="chunk", disable=not progress,
+              leave=False) as bar:
+        for s in range(0, len(todo), step):
+            idx = todo[s : s + step]
+            results = extractor.extract([chunks[i] for i in idx], progress=False)
+            for i, ex in zip(idx, results):
+                cache.put(keys[i], _extraction_to_json(ex))
+                found[i] = ex
+            bar.update(len(idx))
     return [found[i] for i in range(len(chunks))]
 
 

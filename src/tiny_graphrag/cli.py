@@ -159,24 +159,33 @@ def _info(args) -> int:
 
 def _query(args) -> int:
     from .config import LLMConfig
+    from .errors import InputError
     from .search.engine import QueryEngine
 
+    if args.level is not None and args.mode != "global":
+        raise InputError("--level is only for global search")
     llm = None
     if args.llm or args.chat_format:
         llm = LLMConfig(**{k: v for k, v in {"model": args.llm, "chat_format": args.chat_format}.items() if v})
     qe = QueryEngine(args.index, llm=llm, models_dir=args.models_dir)
-    kwargs = {"only_context": args.only_context}
-    if args.mode == "global":
-        kwargs["level"] = args.level
-    result = getattr(qe, f"{args.mode}_search")(args.question, **kwargs)
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
-        return 0
+    kwargs = {"level": args.level} if args.mode == "global" else {}
+    stream = not args.json and not args.only_context
+    result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
     if args.show_context or args.only_context:
         print("----- context -----")
         print(result.context)
+        if args.only_context:
+            return 0
         print("----- answer -----")
-    print(str(result))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        for piece in result:  # the answer, streamed as the model writes it
+            print(piece, end="", flush=True)
+        print()
+        result = result.result
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 

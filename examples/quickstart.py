@@ -1,0 +1,40 @@
+"""Build the Obama index offline and ask it questions in the three search modes.
+
+    .venv/bin/python examples/quickstart.py            # the whole article
+    EXAMPLE_CHARS=4000 .venv/bin/python examples/quickstart.py   # a quick look at the first 4,000 characters
+
+Offline models only: spaCy en_core_web_sm (entities; relations by sentence co-occurrence),
+all-MiniLM-L6-v2 (embeddings) and the Gemma 3 270M GGUF that `scripts/setup.sh` writes into
+models/ (a tiny base model: the code paths are real, the prose is poor). With the default models
+(`tiny-graphrag models download`) drop the `extractor`/`llm` overrides below.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tiny_graphrag import BuildConfig, ExtractionConfig, LLMConfig, QueryEngine, build_index
+
+ROOT = Path(__file__).resolve().parents[1]
+text = (ROOT / "examples" / "data" / "barack_obama.txt").read_text(encoding="utf-8")
+limit = int(os.environ.get("EXAMPLE_CHARS", "0"))
+inputs = [text[:limit]] if limit else [ROOT / "examples" / "data" / "barack_obama.txt"]
+out = ROOT / "graphs" / ("obama-sample" if limit else "obama")
+
+config = BuildConfig(
+    extraction=ExtractionConfig(extractor="spacy"),
+    llm=LLMConfig(model="gemma-3-270m-Q4_K_M.gguf", chat_format="gemma"),
+    models_dir=str(ROOT / "models"),
+)
+result = build_index(inputs, out, schema="general", config=config)
+print(result.summary.format())
+
+qe = QueryEngine(out)
+for mode, question in [
+    ("local", "Where did Barack Obama study law?"),
+    ("global", "What are the main themes of Obama's presidency?"),
+    ("naive", "When was Obama awarded the Nobel Peace Prize?"),
+]:
+    r = getattr(qe, f"{mode}_search")(question)
+    print(f"\n== {mode}: {question}\n{r}\n(llm calls: {r.llm_calls}, sources: {len(r.sources.chunks)} chunks)")

@@ -1,0 +1,98 @@
+"""Search settings. Each default says where it comes from (GraphRAG's defaults or our measurements)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """Reciprocal rank fusion of the dense (embedding) and keyword (FTS5 BM25) chunk rankings.
+
+    k = 60 is the constant of Cormack et al. (2009). Equal weights: on hotpotqa100
+    (`python bench/retrieval_eval.py --sweep`) hybrid recall@5 is 82.0 at k=60 with equal
+    weights (dense alone 78.5, BM25 alone 80.5); over k in {10, 30, 60, 100} and keyword weights
+    0.5-2 it stays within 81.0-84.0, and the keyword weights that gain at recall@5 (1.5-2: +1 to
+    +1.5) lose at recall@2 (-1 to -1.5): differences of 2-3 gold passages out of 200, within
+    noise, so nothing measured justifies tilting the fusion.
+    """
+
+    k: float = 60.0
+    dense_weight: float = 1.0
+    keyword_weight: float = 1.0
+    depth: int = 100  # how many chunks each ranking contributes before fusion
+
+    def __post_init__(self) -> None:
+        if self.k < 0:
+            raise ValueError(f"fusion k must be >= 0, got {self.k}")
+        if self.dense_weight < 0 or self.keyword_weight < 0:
+            raise ValueError("fusion weights must be >= 0")
+        if self.depth < 1:
+            raise ValueError(f"fusion depth must be >= 1, got {self.depth}")
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    # GraphRAG local search shares: text units 50%, community reports 15%, the rest (35%) for
+    # entities and relationships.
+    text_share: float = 0.5
+    community_share: float = 0.15
+    top_entities: int = 10  # linked entities kept as seeds
+    max_entities: int = 40  # seeds + neighbours offered to the entity table
+    # Query-to-entity cosine needed for an embedding link (MiniLM). Whole questions against entity
+    # names score low; below ~0.55 the links on hotpotqa100 were mostly wrong entities.
+    min_similarity: float = 0.6
+    # Personalized PageRank over entities and chunks (HippoRAG 2), seeded by the linked entities
+    # (weight: link score / sqrt(chunks mentioning the entity)) and the `seed_chunks` best hybrid
+    # chunks (weight 1/rank). 0.5 is HippoRAG's damping. Measured on hotpotqa100 with the spaCy
+    # extractor's graph (passage recall@5, bench/retrieval_eval.py): 84.0 as set (hybrid 82.0,
+    # dense 78.5); seed_chunks 2: 81.5, 5: 82.5; damping 0.3: 84.5, 0.7: 84.0;
+    # keep_text_top 0: 84.0 (but recall@2 64.0 instead of 65.0).
+    damping: float = 0.5
+    seed_chunks: int = 3
+    # The best `keep_text_top` hybrid chunks stay first; the graph ranks what follows.
+    keep_text_top: int = 2
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.text_share <= 1 and 0 <= self.community_share <= 1):
+            raise ValueError("local text_share and community_share must be in [0, 1]")
+        if self.text_share + self.community_share > 1:
+            raise ValueError(
+                f"local text_share + community_share = {self.text_share + self.community_share} > 1: "
+                "nothing would be left for entities and relationships"
+            )
+        if not 0 < self.damping < 1:
+            raise ValueError(f"local damping must be in (0, 1), got {self.damping}")
+
+
+@dataclass(frozen=True)
+class GlobalConfig:
+    level: int | None = None  # None: the deepest level whose reports fit in max_map_chunks (see global_search)
+    map_chunk_tokens: int = 1500  # report text per map call (GraphRAG: 8k with 16k+ windows; ours are 4k)
+    max_map_chunks: int = 8  # level choice: the deepest level needing at most this many map calls
+    map_max_tokens: int = 400  # output tokens per map call
+    reduce_max_tokens: int = 500
+    max_points: int = 5  # key points per map answer (schema maxItems)
+    # Optional pre-filter: keep only the reports most similar to the query (None: keep all).
+    prefilter_top: int | None = None
+    prefilter_min_similarity: float | None = None
+    shuffle_seed: int = 0  # GraphRAG shuffles reports before packing so no chunk is all one topic
+
+
+@dataclass(frozen=True)
+class NaiveConfig:
+    top_chunks: int = 20  # candidates packed until the budget is full
+    # No keyword hit and no chunk above this cosine: nothing in the index is relevant, so the
+    # answer says so without a model call (unrelated texts score about 0-0.15 with MiniLM).
+    min_similarity: float = 0.15
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    local: LocalConfig = field(default_factory=LocalConfig)
+    global_: GlobalConfig = field(default_factory=GlobalConfig)
+    naive: NaiveConfig = field(default_factory=NaiveConfig)
+    answer_max_tokens: int = 500  # the final answer's output tokens
+    context_tokens: int | None = None  # None: what fits in n_ctx after the prompt and the answer
+    n_ctx: int | None = None  # None: the LLM's window, else the index's LLM config, else 4096

@@ -1,0 +1,312 @@
+"""Context builders: turn ranked candidates into the data tables a model reads, within token budgets.
+
+Separate from the searches so that `only_context=True`, retrieval evaluation and the budget
+tests need no model. Every budget is counted with the given TokenCounter (the LLM's tokenizer,
+or the stated fallback), and every table is measured again as a whole after packing, so a
+context never exceeds its budget even where a tokenizer merges across row boundaries.
+
+Tables use GraphRAG's "-----Name-----" headers and "|"-separated rows; the first column is the
+id the model cites.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ..records import Chunk, Report
+from .config import LocalConfig
+from .result import SourceChunk, SourceEntity, SourceRelation, SourceReport, Sources
+from .tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+Count = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class BuiltContext:
+    """The data section of a prompt, the sources it shows, and its size."""
+
+    text: str
+    sources: Sources
+    tokens: int
+    budget: int
+    section_tokens: Mapping[str, int] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.sources.chunks or self.sources.reports or self.sources.entities
+                    or self.sources.relationships)
+
+
+def cell(value: Any) -> str:
+    """A table cell on one line, without the column separator."""
+    return " ".join(str(value).split()).replace("|", "/")
+
+
+def row(*values: Any) -> str:
+    return "|".join(cell(v) for v in values)
+
+
+def pack_table(
+    title: str, header: str, rows: Sequence[tuple[str, Any]], budget: int, count: Count
+) -> tuple[str, list[Any], int]:
+    """The table of as many rows as fit in `budget` tokens, in order (a row too big is skipped).
+
+    Returns (text, payloads of the rows kept, tokens). An empty table is "" (0 tokens).
+    """
+    head = f"-----{title}-----\n{header}"
+    used = count(head + "\n")
+    if used >= budget:
+        return "", [], 0
+    kept: list[tuple[str, Any]] = []
+    for text, payload in rows:
+        cost = count(text + "\n")
+        if used + cost <= budget:
+            kept.append((text, payload))
+            used += cost
+    while kept:
+        table = head + "\n" + "\n".join(t for t, _ in kept)
+        n = count(table)
+        if n <= budget:
+            return table, [p for _, p in kept], n
+        kept.pop()  # measured as a whole it is over: drop the last row and measure again
+    return "", [], 0
+
+
+def join_sections(sections: Sequence[str]) -> str:
+    return "\n\n".join(s for s in sections if s)
+
+
+# ---- sources ---------------------------------------------------------------------------------
+def source_chunk(chunk: Chunk, sid: int) -> SourceChunk:
+    return SourceChunk(sid, chunk.id, chunk.doc_id, chunk.start, chunk.end, chunk.text)
+
+
+def source_report(rid: int, report: Report) -> SourceReport:
+    return SourceReport(rid, report.community_id, report.level, report.title, report.rating, report.text())
+
+
+def chunk_rows(chunks: Sequence[Chunk], sid_of: Mapping[str, int]) -> list[tuple[str, SourceChunk]]:
+    return [(row(sid_of[c.id], c.text), source_chunk(c, sid_of[c.id])) for c in chunks]
+
+
+def report_rows(reports: Sequence[tuple[int, Report]]) -> list[tuple[str, SourceReport]]:
+    return [(row(rid, r.title, r.text()), source_report(rid, r)) for rid, r in reports]
+
+
+def entity_rows(graph, keys: Sequence[str]) -> list[tuple[str, SourceEntity]]:
+    out = []
+    for key in keys:
+        d = graph.nodes[key]
+        name = d.get("name", key)
+        aliases = [a for a in d.get("aliases", ()) if a != name][:3]
+        desc = f"also called {', '.join(aliases)}" if aliases else ""
+        text = row(d["hid"], name, d.get("type", ""), desc, d.get("mentions", 0))
+        out.append((text, SourceEntity(int(d["hid"]), key, name, d.get("type", ""), text)))
+    return out
+
+
+def relation_rows(graph, edges: Sequence[tuple[str, str, str]]) -> list[tuple[str, SourceRelation]]:
+    out = []
+    for u, v, k in edges:
+        d = graph.edges[u, v, k]
+        head, tail = graph.nodes[u].get("name", u), graph.nodes[v].get("name", v)
+        label = d.get("label", k)
+        text = row(d["hid"], head, tail, label, d.get("weight", 1))
+        out.append((text, SourceRelation(int(d["hid"]), head, tail, label, float(d.get("weight", 1)), text)))
+    return out
+
+
+ENTITY_HEADER = "id|entity|type|description|mentions"
+RELATION_HEADER = "id|source|target|relation|weight"
+REPORT_HEADER = "id|title|content"
+SOURCE_HEADER = "id|text"
+
+
+# ---- naive -----------------------------------------------------------------------------------
+def build_naive_context(chunks: Sequence[Chunk], sid_of: Mapping[str, int], budget: int, count: Count) -> BuiltContext:
+    """The best chunks, in rank order, until the budget is full."""
+    text, kept, n = pack_table("Sources", SOURCE_HEADER, chunk_rows(chunks, sid_of), budget, count)
+    return BuiltContext(text, Sources(chunks=tuple(kept)), n, budget, {"sources": n})
+
+
+# ---- local -----------------------------------------------------------------------------------
+def local_budgets(budget: int, config: LocalConfig) -> dict[str, int]:
+    """Token shares: reports, entities + relationships, text (GraphRAG: 15% / 35% / 50%)."""
+    reports = int(budget * config.community_share)
+    text = int(budget * config.text_share)
+    return {"reports": reports, "graph": budget - reports - text, "text": text}
+
+
+def build_local_context(
+    *,
+    graph,
+    entities: Sequence[str],
+    relationships: Sequence[tuple[str, str, str]],
+    reports: Sequence[tuple[int, Report]],
+    chunks: Sequence[Chunk],
+    sid_of: Mapping[str, int],
+    budget: int,
+    config: LocalConfig,
+    count: Count,
+) -> BuiltContext:
+    """Reports, entities, relationships and text chunks, each within its share of `budget`.
+
+    Shares are upper bounds for reports and for entities + relationships (entities may use at
+    most half of that share, relationships the rest); what they leave unused goes to the text
+    chunks, packed last, so the whole context never exceeds `budget`.
+    """
+    shares = local_budgets(budget, config)
+    sep = count("\n\n")  # the separator between sections
+    report_text, report_src, n_reports = pack_table("Reports", REPORT_HEADER, report_rows(reports), shares["reports"], count)
+    ent_budget = shares["graph"] // 2
+    ent_text, ent_src, n_ent = pack_table("Entities", ENTITY_HEADER, entity_rows(graph, entities), ent_budget, count)
+    rel_budget = shares["graph"] - n_ent - (sep if n_ent else 0)
+    rel_text, rel_src, n_rel = pack_table(
+        "Relationships", RELATION_HEADER, relation_rows(graph, relationships), rel_budget, count
+    )
+    head = join_sections([report_text, ent_text, rel_text])
+    used = count(head + "\n\n") if head else 0
+    text_budget = budget - used
+    src_text, chunk_src, n_src = pack_table("Sources", SOURCE_HEADER, chunk_rows(chunks, sid_of), text_budget, count)
+    full = join_sections([head, src_text])
+    total = count(full)
+    while total > budget and chunk_src:  # cannot happen with sane tokenizers; guarantees the bound anyway
+        chunk_src = chunk_src[:-1]
+        src_text, _, n_src = pack_table(
+            "Sources", SOURCE_HEADER, [(row(c.id, c.text), c) for c in chunk_src], text_budget, count
+        )
+        full = join_sections([head, src_text])
+        total = count(full)
+    sources = Sources(
+        chunks=tuple(chunk_src), reports=tuple(report_src), entities=tuple(ent_src), relationships=tuple(rel_src)
+    )
+    return BuiltContext(
+        full, sources, total, budget,
+        {"reports": n_reports, "entities": n_ent, "relationships": n_rel, "sources": n_src},
+        {"budgets": shares},
+    )
+
+
+# ---- global ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MapBatch:
+    """One map call's reports."""
+
+    text: str
+    report_ids: tuple[int, ...]
+    tokens: int
+
+
+def fit_text(text: str, budget: int, count: Count) -> str:
+    """The longest prefix of `text` (whole words) within `budget` tokens."""
+    if count(text) <= budget:
+        return text
+    words = text.split(" ")
+    lo, hi = 0, len(words)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(" ".join(words[:mid]) + " …") <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + " …" if lo else ""
+
+
+def pack_report_batches(
+    reports: Sequence[tuple[int, Report]], chunk_tokens: int, count: Count, *, seed: int | None = 0
+) -> list[MapBatch]:
+    """Shuffle the reports (GraphRAG: so no batch is all one region of the graph), then fill
+    batches of at most `chunk_tokens` tokens. A report longer than a whole batch is cut to fit."""
+    items = list(reports)
+    if seed is not None:
+        random.Random(seed).shuffle(items)
+    head = f"-----Reports-----\n{REPORT_HEADER}"
+    head_cost = count(head + "\n")
+    room = chunk_tokens - head_cost
+    if room <= 0:
+        raise ValueError(f"map chunk size {chunk_tokens} tokens leaves no room for a report")
+    batches: list[MapBatch] = []
+    rows: list[str] = []
+    ids: list[int] = []
+    used = head_cost
+
+    def flush() -> None:
+        nonlocal rows, ids, used
+        if rows:
+            text = head + "\n" + "\n".join(rows)
+            batches.append(MapBatch(text, tuple(ids), count(text)))
+        rows, ids, used = [], [], head_cost
+
+    for rid, report in items:
+        line = row(rid, report.title, report.text())
+        cost = count(line + "\n")
+        if cost > room:
+            line = fit_text(line, room - 1, count)
+            cost = count(line + "\n")
+        if used + cost > chunk_tokens:
+            flush()
+        rows.append(line)
+        ids.append(rid)
+        used += cost
+    flush()
+    # Measured as a whole, a batch may come out a token or two over: move its last row on.
+    fixed: list[MapBatch] = []
+    queue = list(batches)
+    while queue:
+        b = queue.pop(0)
+        if b.tokens <= chunk_tokens or len(b.report_ids) == 1:
+            fixed.append(b)
+            continue
+        lines = b.text.split("\n")
+        keep, last = lines[:-1], lines[-1]
+        text = "\n".join(keep)
+        fixed.append(MapBatch(text, b.report_ids[:-1], count(text)))
+        spill = head + "\n" + last
+        queue.insert(0, MapBatch(spill, b.report_ids[-1:], count(spill)))
+    return fixed
+
+
+@dataclass(frozen=True)
+class KeyPoint:
+    description: str
+    score: int
+    batch: int  # which map call produced it
+
+
+def build_reduce_context(points: Sequence[KeyPoint], budget: int, count: Count) -> tuple[str, list[KeyPoint], int]:
+    """Key points, most helpful first, until the budget is full (score-0 points never enter)."""
+    ranked = sorted((p for p in points if p.score > 0), key=lambda p: (-p.score, p.batch))
+    blocks: list[str] = []
+    kept: list[KeyPoint] = []
+    used = 0
+    for p in ranked:
+        block = f"----Analyst point {len(kept) + 1}----\nImportance score: {p.score}\n{p.description}"
+        cost = count(block + "\n\n")
+        if used + cost > budget:
+            continue
+        blocks.append(block)
+        kept.append(p)
+        used += cost
+    text = "\n\n".join(blocks)
+    n = count(text)
+    while n > budget and blocks:
+        blocks.pop()
+        kept.pop()
+        text = "\n\n".join(blocks)
+        n = count(text)
+    return text, kept, n
+
+
+def counter_note(counter: TokenCounter) -> tuple[str, ...]:
+    if counter.exact:
+        return ()
+    return (
+        "token counts are approximate: no LLM is loaded, so budgets were counted with a conservative "
+        "estimate instead of the model's tokenizer",
+    )

@@ -1,0 +1,144 @@
+"""The knowledge graph as matrices for search: weighted adjacency, chunk<->entity links, PPR.
+
+Built once per QueryEngine. Personalized PageRank (HippoRAG; HippoRAG 2 adds the passages as
+nodes) spreads mass from the query's linked entities and its best-matching chunks along
+relations and mentions: an entity mentioned in a top chunk passes mass to the other chunks that
+mention it, which is how the second passage of a multi-hop question (about the "bridge"
+entity) is reached. Entities mentioned everywhere spread their mass thin.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Mapping
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+class GraphIndex:
+    def __init__(self, graph, chunk_ids: list[str] | None = None):
+        from scipy import sparse
+
+        self.graph = graph
+        self.keys: list[str] = list(graph.nodes)
+        self.pos: dict[str, int] = {k: i for i, k in enumerate(self.keys)}
+        n = len(self.keys)
+
+        # Undirected weights summed over labels and directions: a relation links both ways for
+        # retrieval, and several relations between two entities make the link stronger.
+        pair_weight: dict[tuple[int, int], float] = defaultdict(float)
+        for u, v, data in graph.edges(data=True):
+            if u == v:
+                continue
+            a, b = sorted((self.pos[u], self.pos[v]))
+            pair_weight[(a, b)] += float(data.get("weight", 1.0) or 1.0)
+        rows = [a for a, b in pair_weight] + [b for a, b in pair_weight]
+        cols = [b for a, b in pair_weight] + [a for a, b in pair_weight]
+        vals = list(pair_weight.values()) * 2
+        self.adjacency = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)
+        self.strength = np.asarray(self.adjacency.sum(axis=1)).reshape(-1)
+        self.degree = np.array([graph.degree(k) for k in self.keys], dtype=np.int64)
+
+        # Which chunks mention which entities (from the nodes' provenance).
+        chunk_of: dict[str, int] = {}
+        if chunk_ids is not None:
+            chunk_of = {c: i for i, c in enumerate(chunk_ids)}
+        node_chunks: list[list[str]] = []
+        m_rows: list[int] = []
+        m_cols: list[int] = []
+        for i, key in enumerate(self.keys):
+            chunks = list(dict.fromkeys(p[1] for p in graph.nodes[key].get("provenance", ()) if len(p) > 1))
+            node_chunks.append(chunks)
+            for c in chunks:
+                if c not in chunk_of:
+                    chunk_of[c] = len(chunk_of)
+                m_rows.append(chunk_of[c])
+                m_cols.append(i)
+        self.node_chunks = node_chunks
+        self.chunk_ids: list[str] = [None] * len(chunk_of)  # type: ignore[list-item]
+        for c, i in chunk_of.items():
+            self.chunk_ids[i] = c
+        self.membership = sparse.csr_matrix(
+            (np.ones(len(m_rows)), (m_rows, m_cols)), shape=(len(chunk_of), n), dtype=np.float64
+        )
+        self.chunk_count = np.array([max(len(c), 1) for c in node_chunks], dtype=np.float64)
+        self._chunk_pos = chunk_of
+        self._walk = None
+
+        # Citation ids (hids) back to graph elements, to resolve ids quoted inside reports.
+        self.node_by_hid: dict[int, str] = {}
+        for key in self.keys:
+            hid = graph.nodes[key].get("hid")
+            if hid is not None:
+                self.node_by_hid[int(hid)] = key
+        self.edge_by_hid: dict[int, tuple[str, str, str]] = {}
+        for u, v, k, d in graph.edges(keys=True, data=True):
+            if d.get("hid") is not None:
+                self.edge_by_hid[int(d["hid"])] = (u, v, k)
+        log.debug("graph index: %d entities, %d links, %d chunks", n, len(pair_weight), len(chunk_of))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def _walk_matrix(self):
+        """Entities and chunks as one graph: relations between entities, and "mentions" links
+        between a chunk and each entity it mentions (HippoRAG 2's passage nodes)."""
+        if self._walk is None:
+            from scipy import sparse
+
+            n = len(self.keys)
+            m = self.membership  # chunks x entities
+            if m.shape[0]:
+                full = sparse.bmat([[self.adjacency, m.T], [m, None]], format="csr")
+            else:
+                full = self.adjacency
+            strength = np.asarray(full.sum(axis=1)).reshape(-1)
+            self._walk = (full.T.tocsr(), strength)
+            log.debug("walk graph: %d entities + %d chunks", n, m.shape[0])
+        return self._walk
+
+    def personalized_pagerank(
+        self,
+        seeds: Mapping[str, float],
+        chunk_seeds: Mapping[str, float] | None = None,
+        *,
+        damping: float = 0.5,
+        iterations: int = 100,
+        tol: float = 1e-8,
+    ) -> tuple[np.ndarray, dict[str, float]]:
+        """Personalized PageRank over entities and chunks together.
+
+        The walk follows a link (weighted relation, or chunk-mentions-entity) with probability
+        `damping` and jumps back to the seeds otherwise (dead ends jump back too). Seeds are
+        entities (`seeds`: key -> weight) and chunks (`chunk_seeds`: chunk id -> weight).
+        Returns (mass per entity, in `keys` order; mass per chunk id, non-zero only).
+        """
+        adj_t, strength = self._walk_matrix()
+        n_ent = len(self.keys)
+        total = adj_t.shape[0]
+        s = np.zeros(total)
+        for key, w in seeds.items():
+            if key in self.pos and w > 0:
+                s[self.pos[key]] += w
+        for cid, w in (chunk_seeds or {}).items():
+            j = self._chunk_pos.get(cid)
+            if j is not None and w > 0:
+                s[n_ent + j] += w
+        if total == 0 or s.sum() <= 0:
+            return np.zeros(n_ent), {}
+        s /= s.sum()
+        inv = np.divide(1.0, strength, out=np.zeros(total), where=strength > 0)
+        dangling = strength == 0
+        x = s.copy()
+        for _ in range(iterations):
+            nxt = damping * (adj_t @ (x * inv)) + (damping * x[dangling].sum() + (1 - damping)) * s
+            done = np.abs(nxt - x).sum() < tol
+            x = nxt
+            if done:
+                break
+        chunk_mass = x[n_ent:]
+        chunks = {self.chunk_ids[j]: float(chunk_mass[j]) for j in np.flatnonzero(chunk_mass > 0)}
+        return x[:n_ent], chunks

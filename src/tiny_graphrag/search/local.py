@@ -1,0 +1,148 @@
+"""Local search retrieval: link the query to entities, spread over the graph, rank what to show.
+
+1. Link: exact normalized name matches plus embedding similarity (linking.py).
+2. Spread: personalized PageRank over entities and chunks (graph_index.py), seeded by the
+   linked entities and the best hybrid (dense + keyword) chunks; a neighbour ranks high when
+   its relations to the seeds are heavy and it is mentioned where the seeds are, as in
+   HippoRAG 2.
+3. Rank: entities by PageRank mass (seeds first); relationships among them by weight and the
+   endpoints' combined degree (GraphRAG's order); the most specific community of each entity,
+   by the mass of its entities; chunks: the best hybrid ones first, then by PageRank mass,
+   then the rest of the hybrid ranking.
+
+When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..records import Community
+from .config import FusionConfig, LocalConfig
+from .graph_index import GraphIndex
+from .linking import EntityLinker, LinkedEntity
+from .naive import HybridRetriever, Ranked
+
+Edge = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class LocalCandidates:
+    linked: tuple[LinkedEntity, ...]
+    entities: tuple[tuple[str, float], ...]  # node key, PageRank mass; best first
+    relationships: tuple[Edge, ...]  # best first
+    communities: tuple[str, ...]  # community ids, best first
+    chunks: tuple[tuple[str, float], ...]  # chunk id, score (graph mass or fused); best first
+    hybrid: Ranked
+    graph_chunks: tuple[tuple[str, float], ...]  # chunk id, graph score; best first
+
+
+class LocalRetriever:
+    def __init__(
+        self,
+        graph_index: GraphIndex,
+        linker: EntityLinker,
+        hybrid: HybridRetriever,
+        communities: Sequence[Community] = (),
+        *,
+        reported: set[str] | None = None,
+    ):
+        self.index = graph_index
+        self.graph = graph_index.graph
+        self.linker = linker
+        self.hybrid = hybrid
+        # The deepest (most specific) community of each entity whose report exists.
+        self._community_of: dict[str, Community] = {}
+        self._communities = {c.id: c for c in communities}
+        for c in sorted(communities, key=lambda c: c.level):
+            if reported is not None and c.id not in reported:
+                continue
+            for node in c.nodes:
+                self._community_of[node] = c
+
+    def link(self, query: str, query_vector: np.ndarray, config: LocalConfig) -> list[LinkedEntity]:
+        return self.linker.link(query, query_vector, top_k=config.top_entities, min_similarity=config.min_similarity)
+
+    def retrieve(
+        self,
+        query: str,
+        query_vector: np.ndarray,
+        config: LocalConfig | None = None,
+        fusion: FusionConfig | None = None,
+        *,
+        linked: list[LinkedEntity] | None = None,
+    ) -> LocalCandidates:
+        config = config or LocalConfig()
+        fusion = fusion or self.hybrid.fusion
+        if linked is None:
+            linked = self.link(query, query_vector, config)
+        hybrid = self.hybrid.rank(query, query_vector, fusion=fusion)
+        if not linked or len(self.index) == 0:
+            return LocalCandidates(tuple(linked), (), (), (), hybrid.fused, hybrid, ())
+
+        # Entity seeds weighted by link confidence and specificity (HippoRAG: an entity mentioned
+        # in few chunks says more about where the answer is than one mentioned everywhere);
+        # chunk seeds by their hybrid rank.
+        seeds = {e.key: e.score / np.sqrt(self.index.chunk_count[self.index.pos[e.key]]) for e in linked}
+        chunk_seeds = {cid: 1.0 / rank for rank, (cid, _) in enumerate(hybrid.fused[: config.seed_chunks], start=1)}
+        mass, chunk_mass = self.index.personalized_pagerank(seeds, chunk_seeds, damping=config.damping)
+        entities = self._rank_entities(linked, mass, config.max_entities)
+        relationships = self._rank_relationships([k for k, _ in entities])
+        communities = self._rank_communities(entities)
+
+        graph_chunks = sorted(chunk_mass.items(), key=lambda kv: (-kv[1], kv[0]))[: fusion.depth]
+        order = hybrid.ids("fused")[: config.keep_text_top] + [c for c, _ in graph_chunks] + hybrid.ids("fused")
+        score = {**dict(hybrid.fused), **chunk_mass}
+        chunks = [(c, score.get(c, 0.0)) for c in dict.fromkeys(order)]
+        return LocalCandidates(
+            tuple(linked), tuple(entities), tuple(relationships), tuple(communities), tuple(chunks), hybrid,
+            tuple(graph_chunks),
+        )
+
+    # -- ranking ----------------------------------------------------------------------------
+    def _rank_entities(self, linked: list[LinkedEntity], mass: np.ndarray, limit: int) -> list[tuple[str, float]]:
+        seeds = [e.key for e in linked]
+        seed_set = set(seeds)
+        order = np.argsort(-mass, kind="stable")
+        out = [(k, float(mass[self.index.pos[k]])) for k in seeds]
+        for i in order:
+            if len(out) >= max(limit, len(seeds)) or mass[i] <= 0:
+                break
+            key = self.index.keys[i]
+            if key not in seed_set:
+                out.append((key, float(mass[i])))
+        return out
+
+    def _rank_relationships(self, keys: list[str]) -> list[Edge]:
+        selected = set(keys)
+        degree = dict(self.graph.degree(keys))
+
+        def combined(u: str, v: str) -> int:
+            return degree.get(u, 0) + degree.get(v, 0) if v in degree else degree.get(u, 0) + self.graph.degree(v)
+
+        inside: list[tuple] = []
+        outside: list[tuple] = []
+        seen: set[Edge] = set()
+        for u in keys:
+            for a, b, k, d in list(self.graph.out_edges(u, keys=True, data=True)) + list(
+                self.graph.in_edges(u, keys=True, data=True)
+            ):
+                e = (a, b, k)
+                if e in seen:
+                    continue
+                seen.add(e)
+                rank = (-float(d.get("weight", 1.0)), -combined(a, b), d.get("hid", 0))
+                (inside if a in selected and b in selected else outside).append((rank, e))
+        # In-network relationships first (both ends shown), as GraphRAG's local context does.
+        return [e for _, e in sorted(inside)] + [e for _, e in sorted(outside)]
+
+    def _rank_communities(self, entities: list[tuple[str, float]]) -> list[str]:
+        score: dict[str, float] = {}
+        for key, m in entities:
+            c = self._community_of.get(key)
+            if c is not None:
+                score[c.id] = score.get(c.id, 0.0) + m
+        return sorted(score, key=lambda cid: (-score[cid], cid))

@@ -1,0 +1,216 @@
+"""What a search returns: the answer, exactly what the model saw, and every citable source."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+
+@dataclass(frozen=True)
+class SourceChunk:
+    """A text chunk cited as [Data: Sources (id)]; start/end are offsets into the document's text."""
+
+    id: int  # the chunk's short source id (sid)
+    chunk_id: str
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    source: str = ""  # the document's file path (or "<text:N>" for raw strings)
+
+
+@dataclass(frozen=True)
+class SourceReport:
+    """A community report cited as [Data: Reports (id)]; id is its row in this result's table."""
+
+    id: int
+    community_id: str
+    level: int
+    title: str
+    rating: float
+    text: str
+
+
+@dataclass(frozen=True)
+class SourceEntity:
+    """An entity cited as [Data: Entities (id)]; id is the graph node's hid."""
+
+    id: int
+    key: str
+    name: str
+    type: str
+    text: str  # the row shown to the model
+
+
+@dataclass(frozen=True)
+class SourceRelation:
+    """A relationship cited as [Data: Relationships (id)]; id is the graph edge's hid."""
+
+    id: int
+    head: str
+    tail: str
+    label: str
+    weight: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Everything the context offered, by citation kind; each cited id resolves to text here."""
+
+    chunks: tuple[SourceChunk, ...] = ()
+    reports: tuple[SourceReport, ...] = ()
+    entities: tuple[SourceEntity, ...] = ()
+    relationships: tuple[SourceRelation, ...] = ()
+
+    @property
+    def documents(self) -> tuple[str, ...]:
+        """Ids of the documents whose chunks are in the context, first seen first."""
+        return tuple(dict.fromkeys(c.doc_id for c in self.chunks))
+
+    def citable(self) -> dict[str, set[int]]:
+        return {
+            "sources": {c.id for c in self.chunks},
+            "reports": {r.id for r in self.reports},
+            "entities": {e.id for e in self.entities},
+            "relationships": {r.id for r in self.relationships},
+        }
+
+    def resolve(self, kind: str, ident: int) -> str | None:
+        """The text behind a cited id ("sources", "reports", "entities", "relationships"), or None."""
+        table = {
+            "sources": self.chunks,
+            "reports": self.reports,
+            "entities": self.entities,
+            "relationships": self.relationships,
+        }.get(kind.lower())
+        if table is None:
+            return None
+        for item in table:
+            if item.id == ident:
+                return item.text
+        return None
+
+    def merged(self, other: "Sources") -> "Sources":
+        """The union of two source sets (first occurrence of an id wins)."""
+
+        def union(a: tuple, b: tuple) -> tuple:
+            seen = {x.id for x in a}
+            out = list(a)
+            for x in b:
+                if x.id not in seen:
+                    seen.add(x.id)
+                    out.append(x)
+            return tuple(out)
+
+        return Sources(
+            union(self.chunks, other.chunks),
+            union(self.reports, other.reports),
+            union(self.entities, other.entities),
+            union(self.relationships, other.relationships),
+        )
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One search. `str(result)` is the answer; `context` is exactly the data the model saw."""
+
+    mode: str  # "local", "global" or "naive"
+    query: str
+    answer: str
+    context: str
+    sources: Sources
+    llm_calls: int = 0  # model calls made for this search (cache hits not included)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    context_tokens: int = 0  # tokens of `context`, counted by `token_counter`
+    token_counter: str = ""
+    seconds: Mapping[str, float] = field(default_factory=dict)  # per step, e.g. {"link": .., "context": ..}
+    notes: tuple[str, ...] = ()  # things the user should know (no entity linked, approximate tokens...)
+    details: Mapping[str, Any] = field(default_factory=dict)  # mode-specific: linked entities, level, points
+    invalid_citations: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # removed from the answer
+    cache_hits: int = 0  # model calls answered from the call cache
+
+    def __str__(self) -> str:
+        return self.answer
+
+    @property
+    def only_context(self) -> bool:
+        return self.details.get("only_context", False)
+
+    def citations(self) -> dict[str, list[int]]:
+        """Ids cited in the answer, by kind."""
+        from .citations import parse_citations
+
+        return parse_citations(self.answer)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (for `--json`)."""
+        d = asdict(self)
+        d["seconds"] = dict(self.seconds)
+        d["details"] = dict(self.details)
+        d["invalid_citations"] = {k: list(v) for k, v in self.invalid_citations.items()}
+        d["documents"] = list(self.sources.documents)
+        return d
+
+
+class StreamingResult:
+    """A search whose answer is still being generated.
+
+    `context` and `sources` are there at once. Iterating yields the answer's text pieces as the
+    model writes them (raw: citations are checked only once the answer is complete); after the
+    last piece `result` holds the finished, frozen SearchResult. Reading `answer` (or `str()`)
+    consumes the rest of the stream first.
+    """
+
+    def __init__(self, pending: SearchResult, pieces: Iterator[str], finish: Callable[[str, float], SearchResult]):
+        self._pending = pending
+        self._pieces = pieces
+        self._finish = finish
+        self._parts: list[str] = []
+        self._result: SearchResult | None = None
+        self._started: float | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        if self._result is not None:
+            return
+        if self._started is None:
+            self._started = time.perf_counter()
+        for piece in self._pieces:
+            self._parts.append(piece)
+            yield piece
+        if self._result is None:
+            self._result = self._finish("".join(self._parts), time.perf_counter() - self._started)
+
+    @property
+    def done(self) -> bool:
+        return self._result is not None
+
+    @property
+    def result(self) -> SearchResult:
+        """The finished result, consuming whatever is left of the stream."""
+        if self._result is None:
+            for _ in self:
+                pass
+        assert self._result is not None
+        return self._result
+
+    @property
+    def answer(self) -> str:
+        return self.result.answer
+
+    @property
+    def partial_answer(self) -> str:
+        """The text streamed so far."""
+        return "".join(self._parts)
+
+    def __str__(self) -> str:
+        return self.answer
+
+    def __getattr__(self, name: str) -> Any:
+        # context, sources, details... are known before the answer: no need to consume the stream.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        source = self._result if self._result is not None else self._pending
+        return getattr(source, name)

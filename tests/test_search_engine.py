@@ -1,0 +1,243 @@
+"""The three searches end to end on a small hand-made index, with the real embedder and a FakeLLM."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from tiny_graphrag.config import LLMConfig
+from tiny_graphrag.errors import IndexFormatError, InputError, ModelNotFoundError
+from tiny_graphrag.llm import FakeLLM
+from tiny_graphrag.search.citations import parse_citations, unresolved
+from tiny_graphrag.search.config import GlobalConfig, SearchConfig
+from tiny_graphrag.search.engine import QueryEngine
+from tiny_graphrag.search.global_search import INVALID_MAP_ANSWER
+from tiny_graphrag.search.prompts import NO_DATA_ANSWER
+from tiny_graphrag.search.result import SearchResult, StreamingResult
+from tiny_graphrag.store import IndexStore
+
+from test_search_fixtures import build_test_index, points_json
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from tiny_graphrag.embed import Embedder
+
+    return Embedder("all-MiniLM-L6-v2", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory, embedder):
+    return build_test_index(tmp_path_factory.mktemp("search") / "idx", embedder)
+
+
+def _first_ids(messages, table: str) -> list[int]:
+    """The ids in the first column of a context table, as a model would read them."""
+    text = messages[-1]["content"]
+    m = re.search(r"-----" + table + r"-----\n[^\n]*\n((?:[^\n-][^\n]*\n?)*)", text)
+    if not m:
+        return []
+    return [int(line.split("|", 1)[0]) for line in m.group(1).splitlines() if line.split("|", 1)[0].isdigit()]
+
+
+def citing_responder(messages, schema, max_tokens):
+    """Answers cite the first source and report shown, plus an id that was never shown (999)."""
+    if schema is not None:  # map step: one helpful point per batch citing its first report
+        rid = _first_ids(messages, "Reports")[0]
+        return points_json((f"Report {rid} is relevant [Data: Reports ({rid})]", 60), ("filler", 0))
+    text = messages[-1]["content"]
+    if "Analyst point" in text:
+        rids = [int(x) for x in re.findall(r"Reports \((\d+)", text)]
+        return f"Combined answer [Data: Reports ({rids[0]}, 999)]."
+    sids = _first_ids(messages, "Sources")
+    return f"Answer from the data [Data: Sources ({sids[0]}, 999)]."
+
+
+@pytest.fixture()
+def engine(index, embedder):
+    qe = QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder)
+    yield qe
+    qe.close()
+
+
+def _assert_citations_resolve(result: SearchResult, store: IndexStore):
+    assert unresolved(result.answer, result.sources) == {}
+    cited = parse_citations(result.answer)
+    assert any(cited.values()), result.answer
+    for sid in cited["sources"]:
+        src = next(c for c in result.sources.chunks if c.id == sid)
+        # The cited chunk is a real span of its document.
+        assert store.document(src.doc_id).text[src.start : src.end] == src.text
+        assert src.text in result.context or result.mode == "global"
+    for rid in cited["reports"]:
+        assert result.sources.resolve("reports", rid)
+
+
+# ---- the three searches -------------------------------------------------------------------
+def test_naive_search_end_to_end(engine):
+    r = engine.naive_search("Where is Bletchley Park located?")
+    assert isinstance(r, SearchResult) and str(r) == r.answer
+    assert r.llm_calls == 1 and r.prompt_tokens > 0 and r.completion_tokens > 0
+    assert "Milton Keynes" in r.context
+    assert r.invalid_citations == {"sources": (999,)}  # the id never shown was removed
+    assert "999" not in r.answer
+    _assert_citations_resolve(r, engine.store)
+    assert r.context_tokens <= r.details["budget"]
+    assert set(r.seconds) >= {"embed_query", "retrieve", "context", "answer", "total"}
+    json.dumps(r.to_dict())  # --json works
+
+
+def test_local_search_end_to_end(engine):
+    r = engine.local_search("Who worked with Charles Babbage?")
+    linked = {e["key"]: e for e in r.details["linked_entities"]}
+    assert linked["charles babbage"]["how"] == "exact"
+    assert "Ada Lovelace" in r.context  # a neighbour of the linked entity
+    assert "-----Entities-----" in r.context and "-----Relationships-----" in r.context
+    assert "-----Reports-----" in r.context and "-----Sources-----" in r.context
+    assert r.llm_calls == 1
+    _assert_citations_resolve(r, engine.store)
+    # Ids quoted inside the shown reports resolve too.
+    for rep in r.sources.reports:
+        assert unresolved(rep.text, r.sources) == {}
+    assert r.context_tokens <= r.details["budget"]
+
+
+def test_local_search_follows_the_graph_across_hops(engine):
+    # Joan Clarke's document does not mention King's College; the graph links her to Turing.
+    r = engine.local_search("Joan Clarke", only_context=True)
+    assert "King's College" in r.context
+
+
+def test_global_search_calls_are_map_chunks_plus_one(index, embedder):
+    cfg = SearchConfig(global_=GlobalConfig(map_chunk_tokens=120))  # small chunks: several map calls
+    llm = FakeLLM(citing_responder, n_ctx=4096)
+    with QueryEngine(index, llm=llm, embedder=embedder, config=cfg) as qe:
+        r = qe.global_search("What are the main themes?", level=1)
+        n_chunks = r.details["map_chunks"]
+        assert n_chunks > 1
+        assert r.llm_calls == n_chunks + 1 == llm.calls
+        assert r.details["level"] == 1 and r.details["reports_at_level"] == 5
+        assert all(t <= r.details["map_chunk_tokens"] for t in r.details["map_batch_tokens"])
+        assert r.invalid_citations == {"reports": (999,)}
+        _assert_citations_resolve(r, qe.store)
+        assert r.details["points_in_reduce"] == n_chunks  # score-0 fillers were dropped
+
+
+def test_global_default_level_and_prefilter(index, embedder):
+    llm = FakeLLM(citing_responder, n_ctx=4096)
+    with QueryEngine(index, llm=llm, embedder=embedder) as qe:
+        r = qe.global_search("What are the main themes?", only_context=True)
+        assert r.details["level"] == 1  # deepest level within max_map_chunks
+        assert llm.calls == 0 and r.llm_calls == 0
+    cfg = SearchConfig(global_=GlobalConfig(map_chunk_tokens=120, prefilter_top=2))
+    with QueryEngine(index, llm=FakeLLM(citing_responder), embedder=embedder, config=cfg) as qe:
+        r = qe.global_search("Grace Hopper and the Navy", level=1)
+        assert r.details["reports_mapped"] == 2
+        assert r.details["map_calls_saved_by_prefilter"] == r.details["map_chunks_without_prefilter"] - r.details["map_chunks"] > 0
+        assert any("Hopper" in rep.title for rep in r.sources.reports)
+        assert r.llm_calls == r.details["map_chunks"] + 1
+
+
+def test_global_invalid_map_json_degrades_to_score_zero(index, embedder):
+    def broken(messages, schema, max_tokens):
+        if schema is not None:
+            return "this is {not json"
+        return "unreachable"
+
+    llm = FakeLLM(broken)
+    with QueryEngine(index, llm=llm, embedder=embedder) as qe:
+        r = qe.global_search("What are the main themes?", level=0)
+    assert r.details["invalid_map_answers"] == r.details["map_chunks"]
+    assert all(p["score"] == 0 and p["description"] == INVALID_MAP_ANSWER for p in r.details["points"])
+    assert r.answer == NO_DATA_ANSWER  # nothing helpful: said so, no reduce call
+    assert r.llm_calls == r.details["map_chunks"]
+
+
+# ---- only_context, streaming ----------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["local", "global", "naive"])
+def test_only_context_never_loads_or_calls_a_model(index, embedder, mode):
+    # The configured model does not exist: any attempt to load it would raise.
+    with QueryEngine(index, llm=LLMConfig(model="missing.gguf"), embedder=embedder) as qe:
+        r = getattr(qe, f"{mode}_search")("Where did Alan Turing study?", only_context=True)
+        assert not qe.llm_loaded
+        assert r.answer == "" and r.llm_calls == 0 and r.context
+        assert any("approximate" in n for n in r.notes)
+        with pytest.raises(ModelNotFoundError):
+            getattr(qe, f"{mode}_search")("Where did Alan Turing study?")
+
+
+@pytest.mark.parametrize("mode", ["local", "global", "naive"])
+def test_streaming(engine, mode):
+    kwargs = {"level": 0} if mode == "global" else {}
+    s = getattr(engine, f"{mode}_search")("Where did Alan Turing study?", stream=True, **kwargs)
+    assert isinstance(s, StreamingResult)
+    assert s.context and s.sources  # known before the answer
+    assert not s.done
+    pieces = list(s)
+    assert len(pieces) > 1 and s.done
+    assert "".join(pieces).strip().startswith(s.answer[:10])
+    assert "999" not in s.answer  # checked once complete
+    assert s.result.llm_calls >= 1
+    assert unresolved(s.answer, s.result.sources) == {}
+
+
+# ---- fallbacks and bad input ----------------------------------------------------------------
+def test_local_without_links_falls_back_to_text(engine):
+    r = engine.local_search("How do green plants turn light into chemical energy?")
+    assert r.details["linked_entities"] == []
+    assert any("no entity" in n for n in r.notes)
+    assert "Photosynthesis" in r.context
+    assert "-----Entities-----" not in r.context
+
+
+def test_nothing_relevant_says_so(engine):
+    r = engine.naive_search("xqzv wplk")
+    assert r.answer == NO_DATA_ANSWER and r.llm_calls == 0
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n"])
+@pytest.mark.parametrize("mode", ["local", "global", "naive"])
+def test_empty_query_is_an_error(engine, mode, query):
+    with pytest.raises(InputError, match="empty"):
+        getattr(engine, f"{mode}_search")(query)
+
+
+@pytest.mark.parametrize("mode", ["local", "global", "naive"])
+def test_query_longer_than_the_window_is_an_error(index, embedder, mode):
+    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=512), embedder=embedder) as qe:
+        with pytest.raises(InputError, match="too long"):
+            getattr(qe, f"{mode}_search")("why " * 600)
+
+
+def test_level_that_does_not_exist(engine):
+    with pytest.raises(InputError, match=r"level 7 does not exist.*\[0, 1\]"):
+        engine.global_search("themes?", level=7)
+
+
+def test_missing_incomplete_and_incompatible_indexes(tmp_path, index, embedder):
+    with pytest.raises(IndexFormatError, match="no index"):
+        QueryEngine(tmp_path / "nope", llm=FakeLLM(), embedder=embedder)
+    partial = tmp_path / "partial"
+    shutil.copytree(index, partial)
+    (partial / "manifest.json").unlink()
+    with pytest.raises(IndexFormatError, match="not a complete index"):
+        QueryEngine(partial, llm=FakeLLM(), embedder=embedder)
+    old = tmp_path / "old"
+    shutil.copytree(index, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    manifest["format_version"] = 0
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="format version"):
+        QueryEngine(old, llm=FakeLLM(), embedder=embedder)
+
+
+def test_global_search_without_reports(tmp_path, embedder):
+    path = build_test_index(tmp_path / "noreports", embedder, with_reports=False)
+    with QueryEngine(path, llm=FakeLLM(citing_responder), embedder=embedder) as qe:
+        with pytest.raises(InputError, match="no community reports"):
+            qe.global_search("themes?")
+        r = qe.local_search("Who is Grace Hopper?")  # local still works without reports
+        assert "-----Reports-----" not in r.context and r.answer
