@@ -24,7 +24,7 @@ out = ROOT / "graphs" / ("obama-sample" if limit else "obama")
 
 config = BuildConfig(
     extraction=ExtractionConfig(extractor="spacy"),
-    llm=LLMConfig(model="gemma-3-270m-Q4_K_M.gguf", chat_format="gemma"),
+    llm=LLMConfig(model="gemma-3-270m-Q4_K_M.gguf", chat_format="gemma", max_report_tokens=160),
     models_dir=str(ROOT / "models"),
 )
 result = build_index(inputs, out, schema="general", config=config)

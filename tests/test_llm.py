@@ -226,3 +226,11 @@ def test_unsupported_architecture_names_it(tmp_path, gemma_path):
 def test_missing_model(tmp_path):
     with pytest.raises(ModelNotFoundError, match="not found"):
         LlamaCppLLM(LLMConfig(model="no-such-model.gguf"), models_dir=tmp_path)
+
+
+def test_schema_strings_hold_no_raw_control_characters(llm):
+    """llama-cpp-python's converter lets strings hold raw newlines; our grammar does not."""
+    schema = {"type": "object", "properties": {"items": {"type": "string", "maxLength": 300}}, "required": ["items"]}
+    messages = [{"role": "user", "content": "List twenty numbers, one per line, as JSON {\"items\": ...}:\n- 1\n- 2\n- 3\n"}]
+    out = llm.complete(messages, schema=schema, max_tokens=120)
+    assert out.text.startswith("{") and not any(ord(ch) < 0x20 for ch in out.text)

@@ -15,8 +15,8 @@ from tiny_graphrag.config import CommunityConfig
 from tiny_graphrag.llm import ContextWindowError, FakeLLM
 from tiny_graphrag.records import Community, Finding, Report
 from tiny_graphrag.reports import (
+    FALLBACK_EXPLANATION,
     REPORT_SCHEMA,
-    ReportError,
     build_report_context,
     filter_citations,
     generate_reports,
@@ -405,14 +405,33 @@ def test_retry_is_limited_by_the_context_window():
     assert [r["max_tokens"] for r in llm.requests] == [70, min(140, 280 - prompt)]
 
 
-def test_unrepairable_output_raises():
-    g, comms = single_leaf()
-    llm = FakeLLM(lambda m, s, n: long_report(), n_ctx=4000)
-    with pytest.raises(ReportError, match="max_report_tokens"):
-        generate_reports(g, comms, {}, llm, max_report_tokens=10)  # cut inside the summary
-    garbage = FakeLLM(lambda m, s, n: "no json here", n_ctx=4000)
-    with pytest.raises(ReportError):
-        generate_reports(g, comms, {}, garbage, max_report_tokens=100)
+@pytest.mark.parametrize("respond, max_tokens, n_requests", [
+    (lambda m, s, n: long_report(), 10, 2),  # cut inside the summary, twice
+    (lambda m, s, n: "no json here", 100, 2),  # ends early: one more try, then the fallback
+    (lambda m, s, n: '{"title": "T", "summary": "S\n- 1\n- 2", "rating": 3}', 100, 2),  # no findings
+])
+def test_unrepairable_output_falls_back_to_a_member_list(respond, max_tokens, n_requests):
+    g = nx.MultiDiGraph()
+    g.add_node("a", name="Alice", type="Person", mentions=2, hid=0)
+    g.add_node("b", name="Acme, Inc", type="Organization", mentions=1, hid=1)
+    g.add_edge("a", "b", key="works for", label="works for", score=0.9, weight=2, provenance=[], hid=0)
+    comms = [Community("c", 0, ("a", "b"), edges=(("a", "b", "works for"),))]
+    llm = FakeLLM(respond, n_ctx=4000)
+    (report,) = generate_reports(g, comms, {}, llm, max_report_tokens=max_tokens)
+    assert len(llm.requests) == n_requests
+    assert report.rating == 0 and report.rating_explanation == FALLBACK_EXPLANATION
+    assert "Alice" in report.summary and "Acme, Inc" in report.summary
+    assert report.findings[0].summary == "Alice works for Acme, Inc"
+    cited = parse_citations(" ".join([report.summary] + [f.explanation for f in report.findings]))
+    assert set(cited["entities"]) <= {0, 1} and set(cited["relationships"]) <= {0}
+
+
+def test_raw_newlines_inside_strings_still_parse():
+    text = '{"title": "T", "summary": "line one\nline two", "rating": 12, "rating_explanation": "x", ' \
+           '"findings": [{"summary": "f", "explanation": "e"}]}'
+    assert "\n" in text  # a raw newline, which strict JSON refuses inside a string
+    data, repaired = parse_report_json(text)
+    assert data["summary"] == "line one line two" and data["rating"] == 10.0 and not repaired
 
 
 def test_no_room_for_a_prompt_raises():

@@ -7,6 +7,7 @@ when a `LlamaCppLLM` is constructed: importing this module loads nothing heavy.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -272,6 +273,20 @@ def _load_llama(path: Path, config: LLMConfig) -> tuple[Any, threading.Lock]:
         return _LOADED[key]
 
 
+@functools.lru_cache(maxsize=16)
+def _schema_grammar(schema_json: str) -> Any:
+    """A GBNF grammar for a JSON schema whose strings cannot hold raw control characters.
+
+    llama-cpp-python's converter lets a string contain raw newlines (invalid JSON), and small
+    models then loop on lines like "\\n- 1\\n- 2" until max_tokens; JSON escapes stay allowed.
+    """
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+    gbnf = json_schema_to_gbnf(schema_json)
+    gbnf = gbnf.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x7F\\x00-\\x1F]', 1)
+    return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
 class LlamaCppLLM(_CachedLLM):
     """A local GGUF model run by llama-cpp-python.
 
@@ -391,6 +406,8 @@ class LlamaCppLLM(_CachedLLM):
         if n_prompt + max_tokens > self.n_ctx:
             raise context_window_error(n_prompt, max_tokens, self.n_ctx)
         kwargs["max_tokens"] = max_tokens
+        if schema is not None:
+            kwargs["grammar"] = _schema_grammar(json.dumps(schema, sort_keys=True))
         return kwargs
 
     def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:

@@ -62,6 +62,25 @@ REPORT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+
+def report_schema(max_report_tokens: int = 800) -> dict[str, Any]:
+    """REPORT_SCHEMA with string and list bounds scaled to the output budget.
+
+    A small base model fills every string up to its maxLength, so the bounds decide how long
+    (and how slow) a report is; at 800 tokens this is REPORT_SCHEMA itself.
+    """
+    import copy
+
+    f = min(1.0, max_report_tokens / 800)
+    schema = copy.deepcopy(REPORT_SCHEMA)
+    props = schema["properties"]
+    finding = props["findings"]["items"]["properties"]
+    for spec, floor in ((props["title"], 40), (props["summary"], 120), (props["rating_explanation"], 60),
+                        (finding["summary"], 40), (finding["explanation"], 100)):
+        spec["maxLength"] = max(floor, int(spec["maxLength"] * f))
+    props["findings"]["maxItems"] = max(1, min(5, round(5 * f)))
+    return schema
+
 REPORT_SYSTEM_PROMPT = (
     "You are an analyst. You write short, factual reports about communities of entities in a "
     "knowledge graph, using only the data you are given."
@@ -582,7 +601,8 @@ def _loads_object(text: str) -> dict | None:
     if start < 0:
         return None
     try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
+        # strict=False: a raw newline inside a string is harmless; keep what the model wrote
+        value, _ = json.JSONDecoder(strict=False).raw_decode(text[start:])
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
@@ -659,6 +679,57 @@ def _to_report(community: Community, data: dict, context: ReportContext) -> Repo
     )
 
 
+FALLBACK_EXPLANATION = "not rated: the model did not produce a valid report for this community"
+
+
+def fallback_report(community: Community, context: ReportContext) -> Report:
+    """A report written without the model, from the community's own context rows.
+
+    Used only when the model's output is not a valid report twice; it says so in its rating
+    explanation and cites only ids that are in the context, so search can still use it.
+    """
+    rows = _context_rows(context.text)
+    entities = rows.get("Entities", [])[:8]
+    relations = rows.get("Relationships", [])[:5]
+    names = ", ".join(f"{r[1]} ({r[2]})" for r in entities if len(r) > 2) or f"{len(community.nodes)} entities"
+    ent_ids = ", ".join(r[0] for r in entities if r and r[0].isdigit())
+    findings = tuple(
+        Finding(f"{r[1]} {r[3]} {r[2]}", f"{r[1]} {r[3]} {r[2]} [Data: Relationships ({r[0]})]")
+        for r in relations if len(r) > 3 and r[0].isdigit()
+    ) or (Finding("Members", f"{names}" + (f" [Data: Entities ({ent_ids})]" if ent_ids else "")),)
+    first = entities[0][1] if entities and len(entities[0]) > 1 else "community"
+    return Report(
+        community_id=community.id,
+        level=community.level,
+        title=f"{first} and related entities",
+        summary=f"A community of {len(community.nodes)} entities: {names}."
+        + (f" [Data: Entities ({ent_ids})]" if ent_ids else ""),
+        rating=0.0,
+        rating_explanation=FALLBACK_EXPLANATION,
+        findings=findings,
+    )
+
+
+def _context_rows(text: str) -> dict[str, list[list[str]]]:
+    """The CSV tables of a report context, by section name ("Entities", "Relationships", ...)."""
+    tables: dict[str, list[list[str]]] = {}
+    current: list[list[str]] | None = None
+    header = False
+    for line in text.splitlines():
+        m = re.fullmatch(r"-----(\w+)-----", line.strip())
+        if m:
+            current = tables.setdefault(m.group(1), [])
+            header = True
+            continue
+        if current is None or not line.strip():
+            continue
+        if header:  # the column names
+            header = False
+            continue
+        current.append(next(csv.reader([line])))
+    return tables
+
+
 def generate_report(
     community: Community,
     context: ReportContext,
@@ -668,19 +739,27 @@ def generate_report(
 ) -> Report:
     """One report from its context: constrained generation, one retry if cut off, then repair."""
     messages = report_messages(context.text)
-    out = llm.complete(messages, schema=REPORT_SCHEMA, max_tokens=max_report_tokens, temperature=0.0)
+    schema = report_schema(max_report_tokens)
+    out = llm.complete(messages, schema=schema, max_tokens=max_report_tokens, temperature=0.0)
     if out.finish_reason == "length":
         bigger = min(2 * max_report_tokens, llm.n_ctx - out.prompt_tokens)
         if bigger > max_report_tokens:
             log.info("report for %s hit max_tokens=%d; retrying with %d", community.id, max_report_tokens, bigger)
-            out = llm.complete(messages, schema=REPORT_SCHEMA, max_tokens=bigger, temperature=0.0)
+            out = llm.complete(messages, schema=schema, max_tokens=bigger, temperature=0.0)
     parsed = parse_report_json(out.text, truncated=out.finish_reason == "length")
+    if parsed is None and out.finish_reason != "length":
+        # A grammar-constrained output can still end early (a small model emitting its end
+        # token); one more try with a different budget, which is also a different cache key.
+        retry = llm.complete(messages, schema=schema, max_tokens=max_report_tokens + 64, temperature=0.0)
+        parsed = parse_report_json(retry.text, truncated=retry.finish_reason == "length")
     if parsed is None:
-        raise ReportError(
-            f"the model's report for community {community.id} is not valid JSON in the report shape "
-            f"(finish_reason={out.finish_reason!r}, {out.completion_tokens} tokens): {out.text[:200]!r}. "
-            f"To fix: raise LLMConfig.max_report_tokens, or use a stronger (instruction-tuned) model."
+        log.warning(
+            "the model's report for community %s is not a valid report (finish_reason=%r, %d tokens): %r; "
+            "storing a report that lists the community's members instead (rating 0). A stronger "
+            "(instruction-tuned) model or a larger LLMConfig.max_report_tokens avoids this.",
+            community.id, out.finish_reason, out.completion_tokens, out.text[:120],
         )
+        return fallback_report(community, context)
     data, repaired = parsed
     if repaired:
         log.warning("report for %s was cut off or malformed; kept its complete part", community.id)

@@ -1,0 +1,94 @@
+"""Smoke test of the benchmarks: `python -m bench --quick` runs every section and writes the JSON.
+
+No timing is asserted (speed numbers depend on the machine); only that every section ran and
+reported its ratios and metrics. Uses tiny random-weight GLiNER/GLiREL models, the real
+all-MiniLM-L6-v2, spaCy en_core_web_sm and Gemma 3 270M, all offline (a few minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def quick_results(tmp_path_factory) -> dict:
+    if not (DATA / "corpora" / "barack_obama.txt").is_file():
+        pytest.skip(f"benchmark data not found at {DATA}")
+    out = tmp_path_factory.mktemp("bench") / "results.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert out.is_file(), f"no JSON written; exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    data = json.loads(out.read_text(encoding="utf-8"))
+    data["_proc"] = {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr[-5000:]}
+    return data
+
+
+def test_every_section_ran(quick_results):
+    sections = quick_results["sections"]
+    errors = {k: v["error"] for k, v in sections.items() if isinstance(v, dict) and "error" in v}
+    assert not errors, errors
+    assert set(sections) == {"extraction", "embedding", "llm", "build_scaling", "global_calls", "local_latency",
+                             "quality_retrieval", "quality_extraction"}
+    assert quick_results["_proc"]["returncode"] == 0, quick_results["_proc"]["stderr"]
+
+
+def test_metadata(quick_results):
+    assert quick_results["mode"] == "quick"
+    assert quick_results["command"].startswith("python -m bench")
+    assert "cpu_count" in quick_results["machine"]
+    assert "commit" in quick_results["git"]
+
+
+def test_ratios_are_reported(quick_results):
+    s = quick_results["sections"]
+    ext = s["extraction"]
+    assert ext["speedup_tokens_per_s"] > 0
+    assert ext["ours"]["tokens_per_s"] > 0 and ext["seed"]["tokens_per_s"] > 0
+    assert ext["seed"]["path"] in ("spacy-wrappers", "emulated")
+    assert ext["ours"]["entities"] > 0  # the calibrated threshold leaves work for GLiREL
+    assert s["embedding"]["speedup"] > 0 and s["embedding"]["speedup_vs_seed_chunking"] > 0
+    assert s["llm"]["raw"]["prompt_tokens_per_s"] > 0
+    g = s["global_calls"]
+    assert g["calls_ratio_seed_over_ours"] > 0 and g["prompt_tokens_ratio_seed_over_ours"] > 0
+    assert g["prefilter"]["map_calls_mean"] <= g["prefilter"]["map_calls_without_mean"]
+
+
+def test_scaling_and_latency(quick_results):
+    s = quick_results["sections"]
+    sizes = s["build_scaling"]["sizes"]
+    assert len(sizes) >= 3
+    assert [r["tokens"] for r in sizes] == sorted(r["tokens"] for r in sizes)
+    for r in sizes:
+        assert r["peak_rss_mb"] > 0 and set(r["seconds_per_stage"]) >= {"extract", "embed", "communities"}
+    for key in ("obama", "synthetic"):
+        lat = s["local_latency"][key]["total_ms"]
+        assert 0 < lat["p50"] <= lat["p95"]
+
+
+def test_quality_numbers_recompute_from_json(quick_results):
+    s = quick_results["sections"]
+    r = s["quality_retrieval"]
+    for mode in ("dense", "bm25", "hybrid", "local"):
+        for k in (2, 5, 10):
+            vals = [len(set(q[mode][:k]) & set(q["gold"])) / len(q["gold"]) for q in r["per_question"]]
+            assert r["results"][mode][f"recall@{k}"] == pytest.approx(100 * sum(vals) / len(vals), abs=0.051)
+    spacy = s["quality_extraction"]["extractors"]["spacy:en_core_web_sm"]
+    tp = sum(d["mentions"][0] for d in spacy["per_document"])
+    pred = sum(d["mentions"][1] for d in spacy["per_document"])
+    gold = sum(d["mentions"][2] for d in spacy["per_document"])
+    p, rec = tp / pred, tp / gold
+    assert spacy["entity"]["f1"] == pytest.approx(100 * 2 * p * rec / (p + rec), abs=0.051)
