@@ -69,3 +69,9 @@ def test_raw_strings_and_stable_ids():
     assert a[0].id == b[0].id and a[0].source == "<text:0>"
     with pytest.raises(InputError):
         load_documents([])
+
+
+def test_long_single_line_string_is_text_not_a_path():
+    text = "Barack Obama was born in Honolulu. " * 20  # longer than any file name may be
+    (doc,) = load_documents([text])
+    assert doc.text == text and doc.source == "<text:0>"

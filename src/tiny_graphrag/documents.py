@@ -54,7 +54,10 @@ def _looks_like_path(item: str) -> bool:
     # Raw text is usually long or multi-line; a path is one short line that exists or has a suffix.
     if "\n" in item or len(item) > 4096:
         return False
-    return Path(item).exists() or Path(item).suffix.lower() in SUPPORTED_SUFFIXES
+    try:
+        return Path(item).exists() or Path(item).suffix.lower() in SUPPORTED_SUFFIXES
+    except (OSError, ValueError):  # e.g. a sentence longer than a file name may be
+        return False
 
 
 def _expand(path: Path) -> list[Path]:
