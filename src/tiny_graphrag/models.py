@@ -36,6 +36,10 @@ DEFAULT_MODELS: dict[str, ModelSpec] = {
     for spec in (
         ModelSpec("gliner_mediumv2.1", "urchade/gliner_mediumv2.1", "main", "gliner", purpose="entity extraction"),
         ModelSpec("glirel-large-v0", "jackboyla/glirel-large-v0", "main", "glirel", purpose="relation extraction"),
+        # GLiREL rebuilds its encoder from its backbone's config and tokenizer, and GLiNER may
+        # need its backbone's tokenizer: both must be local too (see extract/gliner.py).
+        ModelSpec("deberta-v3-large", "microsoft/deberta-v3-large", "main", "backbone", purpose="GLiREL's backbone"),
+        ModelSpec("deberta-v3-base", "microsoft/deberta-v3-base", "main", "backbone", purpose="GLiNER's backbone"),
         ModelSpec(
             "all-MiniLM-L6-v2",
             "sentence-transformers/all-MiniLM-L6-v2",
