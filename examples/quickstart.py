@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from tiny_graphrag import BuildConfig, ExtractionConfig, LLMConfig, QueryEngine, build_index
+from tiny_graphrag.search.config import GlobalConfig, SearchConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 text = (ROOT / "examples" / "data" / "barack_obama.txt").read_text(encoding="utf-8")
@@ -30,7 +31,9 @@ config = BuildConfig(
 result = build_index(inputs, out, schema="general", config=config)
 print(result.summary.format())
 
-qe = QueryEngine(out)
+# A tiny base model rambles until its token limit: keep the answers short.
+search = SearchConfig(answer_max_tokens=160, global_=GlobalConfig(map_max_tokens=160, reduce_max_tokens=160))
+qe = QueryEngine(out, config=search)
 for mode, question in [
     ("local", "Where did Barack Obama study law?"),
     ("global", "What are the main themes of Obama's presidency?"),

