@@ -1,7 +1,7 @@
 """Tiny random-weight GLiNER and GLiREL models, built once per test session (offline, ~2 s).
 
-Test modules import the fixtures: `from _tiny_models import tiny_models_dir, tiny_config`
-(pyproject sets pytest's `pythonpath = ["tests"]`).
+conftest.py loads this module as a plugin (fixtures `tiny_models_dir`, `no_network`); test modules
+import `tiny_config` and the model names from it (pyproject sets `pythonpath = ["tests"]`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ SEED = 0
 @pytest.fixture(scope="session")
 def tiny_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A models dir holding `tiny-gliner` and `tiny-glirel` (random weights, seed 0)."""
-    pytest.importorskip("gliner")
-    pytest.importorskip("glirel")
     from tiny_graphrag.devmodels import build_tiny_gliner, build_tiny_glirel
 
     base = tmp_path_factory.mktemp("models")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _tiny_models import tiny_config, tiny_models_dir  # noqa: F401
+from _tiny_models import tiny_config
 
 from tiny_graphrag import build_index, load_index
 from tiny_graphrag.config import BuildConfig, ChunkingConfig
@@ -26,7 +26,7 @@ SCHEMA = Schema.from_dict({
 
 
 @pytest.mark.parametrize("threshold", [0.0, 1.0])
-def test_gliner_glirel_build(tmp_path, tiny_models_dir, threshold):  # noqa: F811
+def test_gliner_glirel_build(tmp_path, tiny_models_dir, threshold):
     cfg = BuildConfig(
         chunking=ChunkingConfig(max_tokens=48, overlap_tokens=8),
         extraction=tiny_config(entity_threshold=threshold, relation_threshold=threshold),

