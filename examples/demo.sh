@@ -10,8 +10,11 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
 DOC=${DOC:-examples/data/barack_obama.txt}
 LLM=(--llm gemma-3-270m-Q4_K_M.gguf --chat-format gemma)
+# On 2 CPU cores the LLM writing ~75 community reports is most of the build: keep them short (the
+# tiny base model fills every string to its limit) and the communities a little larger.
+REPORTS=(--report-max-tokens 160 --report-context-tokens 1200 --max-cluster-size 40)
 
-"$BIN/tiny-graphrag" build "$DOC" --out graphs/obama --extractor spacy "${LLM[@]}"
+"$BIN/tiny-graphrag" build "$DOC" --out graphs/obama --extractor spacy "${LLM[@]}" "${REPORTS[@]}"
 "$BIN/tiny-graphrag" info graphs/obama
 "$BIN/tiny-graphrag" query local "Where did Barack Obama study law?" --index graphs/obama "${LLM[@]}"
 "$BIN/tiny-graphrag" query global "What are the main themes of Obama's presidency?" --index graphs/obama "${LLM[@]}"

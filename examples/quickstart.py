@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tiny_graphrag import BuildConfig, ExtractionConfig, LLMConfig, QueryEngine, build_index
+from tiny_graphrag import BuildConfig, CommunityConfig, ExtractionConfig, LLMConfig, QueryEngine, build_index
 from tiny_graphrag.search.config import GlobalConfig, SearchConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +25,10 @@ out = ROOT / "graphs" / ("obama-sample" if limit else "obama")
 
 config = BuildConfig(
     extraction=ExtractionConfig(extractor="spacy"),
-    llm=LLMConfig(model="gemma-3-270m-Q4_K_M.gguf", chat_format="gemma", max_report_tokens=160),
+    # short reports, a smaller report context and larger communities keep a CPU-only build quick
+    llm=LLMConfig(model="gemma-3-270m-Q4_K_M.gguf", chat_format="gemma", max_report_tokens=160,
+                  report_context_tokens=1200),
+    communities=CommunityConfig(max_cluster_size=40),
     models_dir=str(ROOT / "models"),
 )
 result = build_index(inputs, out, schema="general", config=config)

@@ -33,6 +33,7 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--n-ctx", type=int, help="LLM context window in tokens")
     b.add_argument("--no-reports", action="store_true", help="skip community reports (no LLM needed)")
     b.add_argument("--report-max-tokens", type=int, help="output budget per community report (default 800)")
+    b.add_argument("--report-context-tokens", type=int, help="context budget per community report (default: what n_ctx leaves)")
     b.add_argument("--entity-threshold", type=float)
     b.add_argument("--relation-threshold", type=float)
     b.add_argument("--max-tokens", type=int, help="chunk size in word tokens")
@@ -86,7 +87,8 @@ def _build(args) -> int:
     )
     ch = replace(cfg.chunking, **{k: v for k, v in {"max_tokens": args.max_tokens, "overlap_tokens": args.overlap}.items() if v is not None})
     llm = replace(cfg.llm, **{k: v for k, v in {"model": args.llm, "chat_format": args.chat_format, "n_ctx": args.n_ctx,
-                                        "max_report_tokens": args.report_max_tokens}.items() if v is not None})
+                                        "max_report_tokens": args.report_max_tokens,
+                                        "report_context_tokens": args.report_context_tokens}.items() if v is not None})
     com = replace(cfg.communities, **({"max_cluster_size": args.max_cluster_size} if args.max_cluster_size else {}))
     cfg = replace(cfg, extraction=ex, chunking=ch, llm=llm, communities=com, reports=not args.no_reports,
                   models_dir=args.models_dir, **({"embedder_model": args.embedder} if args.embedder else {}))

@@ -64,6 +64,8 @@ class LLMConfig:
     seed: int = 0
     temperature: float = 0.0
     max_report_tokens: int = 800
+    # Context per report; None: what n_ctx leaves after the output. Smaller is faster on a CPU.
+    report_context_tokens: int | None = None
 
 
 @dataclass(frozen=True)
