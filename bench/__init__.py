@@ -1,0 +1,1 @@
+"""Benchmarks and quality evaluation for tiny-graphrag: `python -m bench` (see bench/RESULTS.md)."""
