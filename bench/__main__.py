@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import shlex
 import shutil
 import sys
@@ -78,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
         "sections": {},
         "seconds_per_section": {},
     }
+    load, cores = _load(), os.cpu_count() or 1
+    if load and load[0] > 0.75 * cores:
+        warning = (f"the machine is busy (load average {load[0]} on {cores} cores) before the run: other processes "
+                   "compete for the cores, and timings (the seed's many small model calls most of all) will be slower "
+                   "and noisier than on an idle machine")
+        results["busy_machine_warning"] = warning
+        print(f"WARNING: {warning}", file=sys.stderr, flush=True)
     failed = []
     t_all = time.perf_counter()
     for name, module_name, what in SECTIONS:
@@ -155,8 +163,6 @@ def summary_rows(sections: dict[str, Any]) -> list[tuple[str, str]]:
 def _load() -> list[float] | None:
     """1/5/15-minute load averages: other processes' CPU use makes timings noisy."""
     try:
-        import os
-
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
         return None

@@ -68,8 +68,8 @@ MODES: dict[str, Mode] = {
     ),
     "default": Mode(
         name="default", extraction_words=500, extraction_models="real-arch", embedding_chunks=0,
-        llm_prompt_tokens=1024, llm_gen_tokens=64, llm_share_tokens=60, build_sizes=(15_566, 50_000, 120_000),
-        local_queries=50, synthetic_nodes=100_000, hotpot_questions=0, redocred_docs=0, global_queries=5,
+        llm_prompt_tokens=1024, llm_gen_tokens=64, llm_share_tokens=60, build_sizes=(15_566, 50_000, 100_000),
+        local_queries=30, synthetic_nodes=100_000, hotpot_questions=0, redocred_docs=0, global_queries=5,
     ),
     "full": Mode(
         name="full", extraction_words=2500, extraction_models="real-arch", embedding_chunks=0,
@@ -307,7 +307,7 @@ def corpus_of_size(n_tokens: int) -> tuple[list[tuple[str, str]], dict[str, Any]
             n = count_tokens(text)
             if total + n >= n_tokens:  # the last document, cut at a sentence end near the target
                 if total + n > n_tokens:
-                    text = _cut(text, n_tokens - total)
+                    text = cut_text(text, n_tokens - total)
                     n = count_tokens(text)
                 if n:
                     out.append((name, text))
@@ -320,7 +320,7 @@ def corpus_of_size(n_tokens: int) -> tuple[list[tuple[str, str]], dict[str, Any]
     return out, {"documents": len(out), "tokens": total, "synthetic_copies": copy - 1}
 
 
-def _cut(text: str, n_tokens: int) -> str:
+def cut_text(text: str, n_tokens: int) -> str:
     from tiny_graphrag.chunking import WORD_RE
 
     ends = [m.end() for m in WORD_RE.finditer(text)]
@@ -346,7 +346,7 @@ def write_corpus(docs: Sequence[tuple[str, str]], folder: Path) -> list[Path]:
 
 def obama_slice(n_tokens: int) -> str:
     """The first paragraphs of the Obama article, about n_tokens tokens."""
-    return _cut(obama_text(), n_tokens)
+    return cut_text(obama_text(), n_tokens)
 
 
 # ---- JSON ----------------------------------------------------------------------------------

@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import gc
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
-from .common import Context, obama_text, ratio, rnd, stopwatch, _cut
+from .common import Context, obama_text, ratio, rnd, stopwatch, cut_text
 
 log = logging.getLogger("bench.extraction")
 
@@ -266,7 +265,7 @@ def run(ctx: Context) -> dict[str, Any]:
     schema = Schema.preset("general")
     entity_types, relation_labels = list(schema.entity_types), list(schema.relation_labels)
 
-    text = _cut(obama_text(), mode.extraction_words)
+    text = cut_text(obama_text(), mode.extraction_words)
     n_tokens = count_tokens(text)
     ours_chunks = chunk_documents([document_from_text(text, source="obama-sample")], ChunkingConfig())
     seed = seed_chunks(text)

@@ -65,7 +65,6 @@ def seed_messages(report_text: str, query: str) -> list[dict]:
 
 
 def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
-    from tiny_graphrag.search.config import GlobalConfig, SearchConfig
     from tiny_graphrag.search.engine import QueryEngine
     from tiny_graphrag.search.prompts import map_messages, reduce_messages
 

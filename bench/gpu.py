@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import ROOT, dump_json, git_commit, machine_info, obama_text, quiet_logs, ratio, rnd, stopwatch, _cut
+from .common import ROOT, dump_json, git_commit, machine_info, obama_text, quiet_logs, ratio, rnd, stopwatch, cut_text
 
 
 def _sync(device: str) -> None:
@@ -45,7 +45,7 @@ def extraction(device: str, words: int, models_root: Path, seed_words: int) -> d
 
     models = build_models(models_root, "real-arch")
     schema = Schema.preset("general")
-    text = _cut(obama_text(), words)
+    text = cut_text(obama_text(), words)
     n_tokens = count_tokens(text)
     chunks = chunk_documents([document_from_text(text, source="obama-sample")], ChunkingConfig())
     target = reference_mentions(chunks, schema)
@@ -67,7 +67,7 @@ def extraction(device: str, words: int, models_root: Path, seed_words: int) -> d
     clear_model_cache()
     gc.collect()
     # the seed, on a prefix of the same sample (it is much slower)
-    seed_text = _cut(text, seed_words)
+    seed_text = cut_text(text, seed_words)
     seed_tokens = count_tokens(seed_text)
     seeds = seed_chunks(seed_text)
     path = SeedPath(models["gliner"], models["glirel"], list(schema.entity_types), list(schema.relation_labels),

@@ -23,7 +23,7 @@ def header(r: dict) -> str:
         f"- machine: {m.get('cpu_model')}, {m.get('cpu_count')} cores, {m.get('memory_gib')} GiB; "
         f"{m.get('platform')}; Python {m.get('python')}; torch {m.get('torch')} ({m.get('torch_threads')} threads); "
         f"CUDA: {m.get('cuda')}; load average at start {m.get('load_average_at_start')}",
-        f"- packages: " + ", ".join(f"{k} {v}" for k, v in (m.get("packages") or {}).items()),
+        "- packages: " + ", ".join(f"{k} {v}" for k, v in (m.get("packages") or {}).items()),
         f"- commit: {git.get('commit')}" + (" (with uncommitted changes)" if git.get("dirty") else ""),
         f"- command: `{r['command']}` (mode: {r['mode']})",
         f"- seconds per section: {r.get('seconds_per_section')}",
