@@ -53,7 +53,10 @@ def _components(nodes: Sequence[str], adjacency: dict[str, set[str]]) -> list[li
 
 
 def _leiden(
-    members: Sequence[str], weights: dict[tuple[str, str], float], config: CommunityConfig
+    members: Sequence[str],
+    weights: dict[tuple[str, str], float],
+    adjacency: dict[str, set[str]],
+    config: CommunityConfig,
 ) -> list[list[str]]:
     """Leiden on the subgraph induced by `members` (sorted); returns the parts, each sorted."""
     import igraph as ig
@@ -61,10 +64,12 @@ def _leiden(
 
     index = {n: i for i, n in enumerate(members)}
     edges, w = [], []
-    for (a, b), weight in weights.items():
-        if a in index and b in index:
-            edges.append((index[a], index[b]))
-            w.append(weight)
+    # Only the members' own edges: walking every edge of the graph per split was quadratic.
+    for a in members:
+        for b in adjacency.get(a, ()):
+            if a < b and b in index:  # weights are keyed (smaller, larger)
+                edges.append((index[a], index[b]))
+                w.append(weights[(a, b)])
     if not edges:
         return [[n] for n in members]
     order = sorted(range(len(edges)), key=lambda i: edges[i])  # stable input -> stable output
@@ -115,7 +120,7 @@ def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig | N
     # (modularity's null model otherwise depends on the whole graph's edge weight).
     level0: list[list[str]] = []
     for comp in _components(nodes, adjacency):
-        level0.extend([comp] if len(comp) == 1 else _leiden(comp, weights, config))
+        level0.extend([comp] if len(comp) == 1 else _leiden(comp, weights, adjacency, config))
 
     # Each level: (members, can_split) per community, plus parent index into the previous level.
     levels: list[list[tuple[tuple[str, ...], bool]]] = [[(p, True) for p in _sorted_parts(level0)]]
@@ -130,7 +135,7 @@ def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig | N
             parts: list[tuple[str, ...]] = [members]
             splittable = can_split
             if can_split and len(members) > config.max_cluster_size:
-                found = _sorted_parts(_leiden(members, weights, config))
+                found = _sorted_parts(_leiden(members, weights, adjacency, config))
                 if len(found) > 1:
                     parts = found
                 else:
