@@ -81,7 +81,9 @@ def _leiden(
         leidenalg.RBConfigurationVertexPartition,
         weights="weight",
         resolution_parameter=config.resolution,
-        n_iterations=-1,  # iterate until stable, so the result does not depend on an iteration cap
+        # leidenalg's default of 2 iterations: iterating until stable (-1) took ~13 s instead of
+        # 2.9 s on a random 8k-node / 24k-edge graph here; the seed keeps the result deterministic.
+        n_iterations=2,
         seed=config.seed,
     )
     parts: dict[int, list[str]] = defaultdict(list)
