@@ -287,7 +287,7 @@ class QueryEngine:
         """Run the final answer call (or say there is no data), check citations, time it."""
         context = built.text if context is None else context
         if messages is None:  # nothing relevant: say so without asking the model
-            notes = notes + ["nothing in the index matched the query, so the model was not asked"]
+            notes = notes + ["nothing relevant to the query was found, so no answer call was made"]
             seconds["total"] = time.perf_counter() - t_start
             res = self._result(mode, query, built, counter, seconds, notes, details, answer=NO_DATA_ANSWER,
                                context=context, llm_calls=extra_calls, cache_hits=extra_hits,
