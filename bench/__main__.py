@@ -31,6 +31,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("local_latency", "bench.local_latency", "local search context-building latency (no LLM)"),
     ("quality_retrieval", "bench.quality_retrieval", "passage recall@k on hotpotqa100"),
     ("quality_extraction", "bench.quality_extraction", "entity and relation micro-F1 on Re-DocRED dev"),
+    ("chunk_context", "bench.chunk_context", "share of Re-DocRED gold triples whose head and tail share a chunk"),
 ]
 NAMES = [s[0] for s in SECTIONS]
 
@@ -154,6 +155,10 @@ def summary_rows(sections: dict[str, Any]) -> list[tuple[str, str]]:
         r = get("quality_retrieval", "results", mode)
         if r:
             rows.append((f"hotpotqa100 R@2/5/10 {mode}", f"{r['recall@2']}/{r['recall@5']}/{r['recall@10']}"))
+    visible = get("chunk_context", "share_of_triples_visible_in_one_chunk") or {}
+    if visible:
+        rows.append(("Re-DocRED triples visible in one chunk, seed 200 chars / ours 256 words",
+                     f"{visible.get('seed-200-chars')}% / {visible.get('sentences-256-tokens')}%"))
     for ex, r in (get("quality_extraction", "extractors") or {}).items():
         if isinstance(r, dict) and "entity" in r:
             rows.append((f"Re-DocRED F1 entity / relation ({ex})", f"{r['entity']['f1']} / {r['relation']['f1']}"))

@@ -6,18 +6,22 @@ gold entity mentions and relation triples) this counts, for each chunking, the s
 triples with at least one head mention and one tail mention inside a single chunk. The seed's
 200-character chunks are compared with our sentence-aware, word-token-bounded chunks.
 No model is involved: the numbers are exact and repeat from run to run.
+
+    python -m bench --only chunk_context      (or: python -m bench.chunk_context)
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from typing import Any
 
 from tiny_graphrag.chunking import chunk_document
 from tiny_graphrag.config import ChunkingConfig
 from tiny_graphrag.documents import document_from_text
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "eval" / "redocred_dev" / "dev_revised.json"
+from .common import REDOCRED, Context
+
+SIZES = (64, 128, 256, 384)  # word tokens per chunk; 256 is the default (ChunkingConfig)
 
 
 def _doc_and_mentions(item: dict) -> tuple[str, list[list[tuple[int, int]]]]:
@@ -48,8 +52,9 @@ def _visible(chunks: list[tuple[int, int]], head: list[tuple[int, int]], tail: l
                for s, e in chunks)
 
 
-def run(n_docs: int | None = None, sizes: tuple[int, ...] = (64, 128, 256, 384)) -> dict:
-    data = json.loads(DATA.read_text(encoding="utf-8"))[:n_docs]
+def measure(n_docs: int | None = None, sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
+    """Share of gold triples visible in one chunk, per chunking, over the first n_docs documents."""
+    data = json.loads((REDOCRED / "dev_revised.json").read_text(encoding="utf-8"))[:n_docs]
     totals = {"seed-200-chars": 0, **{f"sentences-{n}-tokens": 0 for n in sizes}}
     n_chunks = dict.fromkeys(totals, 0)
     n_triples = 0
@@ -69,10 +74,22 @@ def run(n_docs: int | None = None, sizes: tuple[int, ...] = (64, 128, 256, 384))
     return {
         "documents": len(data),
         "gold_triples": n_triples,
+        "triples_visible_in_one_chunk": totals,
         "share_of_triples_visible_in_one_chunk": {k: round(100 * v / n_triples, 1) for k, v in totals.items()},
         "chunks": n_chunks,
     }
 
 
+def run(ctx: Context) -> dict[str, Any]:
+    return measure(ctx.mode.redocred_docs or None)
+
+
+def table(r: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [("data", f"Re-DocRED dev: {r['documents']} documents, {r['gold_triples']} gold triples")]
+    for name, share in r["share_of_triples_visible_in_one_chunk"].items():
+        rows.append((name, f"{share}% of gold triples visible in one chunk ({r['chunks'][name]} chunks)"))
+    return rows
+
+
 if __name__ == "__main__":
-    print(json.dumps(run(), indent=2))
+    print(json.dumps(measure(), indent=2))

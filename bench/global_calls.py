@@ -51,12 +51,11 @@ PREFILTER_TOP = 8
 
 def exact_tokens(llm, messages: list[dict]) -> int:
     """Prompt tokens exactly as llama.cpp would run them (chat template included)."""
-    try:
-        return len(llm._capture(messages, None, 1, 0.0)["prompt"])
-    except Exception:  # noqa: BLE001 - another LLM class: contents only
-        from tiny_graphrag.search.prompts import prompt_tokens
+    if hasattr(llm, "prompt_token_ids"):  # LlamaCppLLM
+        return len(llm.prompt_token_ids(messages))
+    from tiny_graphrag.search.prompts import prompt_tokens  # another LLM class: contents only
 
-        return prompt_tokens(messages, llm.count_tokens)
+    return prompt_tokens(messages, llm.count_tokens)
 
 
 def seed_messages(report_text: str, query: str) -> list[dict]:
@@ -94,7 +93,7 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
             per_level.setdefault(level, {"reports": len(reports), "rows": []})["rows"].append(lv)
             if level == chosen:
                 row.update(level=level, **lv)
-                row["reduce_prompt_tokens_max"] = exact_tokens(llm, reduce_messages("", q)) + _reduce_budget(qe, q)
+                row["reduce_prompt_tokens_max"] = exact_tokens(llm, reduce_messages("", q)) + d["reduce_budget"]
         # the pre-filter at the default level
         cfg = dataclasses.replace(qe.config.global_, prefilter_top=PREFILTER_TOP)
         pre = qe.global_search(q, only_context=True, config=cfg)
@@ -149,14 +148,6 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
         },
         "per_query": per_query,
     }
-
-
-def _reduce_budget(qe, query: str) -> int:
-    """Tokens of data the reduce prompt may hold (the engine's own rule)."""
-    from tiny_graphrag.search.prompts import reduce_messages
-
-    counter = qe._counter(False)
-    return qe._room(reduce_messages("", query), qe.config.global_.reduce_max_tokens, counter, "reduce")
 
 
 def run(ctx: Context) -> dict[str, Any]:

@@ -32,7 +32,7 @@ def _prompt_text(llama, n_tokens: int) -> list[int]:
 
 
 def raw_throughput(llm, prompt_tokens: int, gen_tokens: int) -> dict[str, Any]:
-    llama = llm._llama  # the loaded llama_cpp.Llama
+    llama = llm.llama  # the loaded llama_cpp.Llama
     prompt = _prompt_text(llama, prompt_tokens)
     eos = llama.token_eos()
     # warm-up

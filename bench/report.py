@@ -1,8 +1,11 @@
 """Render a results JSON as the Markdown tables of bench/RESULTS.md.
 
     python -m bench.report bench/out/results.json > /tmp/tables.md
+    python -m bench.report --check bench/out/results.json   # recompute the quality numbers
 
-The prose of RESULTS.md (method, caveats, findings) is written by hand around these tables.
+`--check` recomputes every recall@k (and its interval) from the per-question rankings and every
+F1 from the per-document counts stored in the JSON, and exits 1 when one differs from the
+stored summary. The prose of RESULTS.md (method, caveats, findings) is written by hand around these tables.
 """
 
 from __future__ import annotations
@@ -48,10 +51,46 @@ def tables(r: dict) -> str:
     return "\n".join(out)
 
 
+def recompute(r: dict) -> list[str]:
+    """Quality numbers recomputed from the JSON's raw data; the mismatches with the stored ones."""
+    from .quality_extraction import prf
+    from .retrieval_eval import Question, summarize
+
+    problems: list[str] = []
+    ret = r["sections"].get("quality_retrieval")
+    if isinstance(ret, dict) and "per_question" in ret:
+        rows = ret["per_question"]
+        questions = [Question(q["id"], "", tuple(q["gold"]), "") for q in rows]
+        again = summarize({m: [q[m] for q in rows] for m in ret["results"]}, questions)
+        for mode, stored in ret["results"].items():
+            for key, value in again[mode].items():
+                if stored.get(key) != value:
+                    problems.append(f"quality_retrieval {mode} {key}: stored {stored.get(key)}, recomputed {value}")
+    ext = r["sections"].get("quality_extraction")
+    for name, res in ((ext or {}).get("extractors") or {}).items():
+        if not isinstance(res, dict) or "per_document" not in res:
+            continue
+        for metric, field in (("entity", "mentions"), ("relation", "triples"), ("entity_pair_unlabeled", "pairs")):
+            tp, pred, gold = (sum(d[field][i] for d in res["per_document"]) for i in range(3))
+            value = prf(tp, pred, gold)["f1"]
+            if res[metric]["f1"] != value:
+                problems.append(f"quality_extraction {name} {metric} F1: stored {res[metric]['f1']}, recomputed {value}")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in argv
+    argv = [a for a in argv if a != "--check"]
     path = Path(argv[0]) if argv else Path("bench/out/results.json")
     r = json.loads(path.read_text(encoding="utf-8"))
+    if check:
+        problems = recompute(r)
+        for p in problems:
+            print(p)
+        print(f"{len(problems)} quality numbers differ from their recomputation" if problems
+              else "every quality number in the JSON matches its recomputation from the raw data")
+        return 1 if problems else 0
     print(header(r))
     print()
     print(tables(r))

@@ -42,7 +42,7 @@ def test_every_section_ran(quick_results):
     errors = {k: v["error"] for k, v in sections.items() if isinstance(v, dict) and "error" in v}
     assert not errors, errors
     assert set(sections) == {"extraction", "embedding", "llm", "build_scaling", "global_calls", "local_latency",
-                             "quality_retrieval", "quality_extraction"}
+                             "quality_retrieval", "quality_extraction", "chunk_context"}
     assert quick_results["_proc"]["returncode"] == 0, quick_results["_proc"]["stderr"]
 
 
@@ -92,3 +92,28 @@ def test_quality_numbers_recompute_from_json(quick_results):
     gold = sum(d["mentions"][2] for d in spacy["per_document"])
     p, rec = tp / pred, tp / gold
     assert spacy["entity"]["f1"] == pytest.approx(100 * 2 * p * rec / (p + rec), abs=0.051)
+
+
+def test_report_check_recomputes_and_catches_a_changed_number(quick_results, tmp_path, capsys):
+    from bench.report import main as report_main
+
+    data = {k: v for k, v in quick_results.items() if k != "_proc"}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert report_main(["--check", str(path)]) == 0
+    data["sections"]["quality_retrieval"]["results"]["local"]["recall@5"] += 1.0
+    data["sections"]["quality_extraction"]["extractors"]["spacy:en_core_web_sm"]["entity"]["f1"] += 1.0
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert report_main(["--check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "quality_retrieval local recall@5" in out and "spacy:en_core_web_sm entity F1" in out
+
+
+def test_chunk_context_counts(quick_results):
+    r = quick_results["sections"]["chunk_context"]
+    visible = r["triples_visible_in_one_chunk"]
+    assert r["gold_triples"] > 0
+    assert all(0 <= v <= r["gold_triples"] for v in visible.values())
+    # a larger chunk can only make more triples visible (bounded by the document)
+    sizes = [visible[f"sentences-{n}-tokens"] for n in (64, 128, 256, 384)]
+    assert sizes == sorted(sizes)

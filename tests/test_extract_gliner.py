@@ -382,3 +382,25 @@ def test_build_gliner_and_glirel_on_a_deberta_config(tmp_path):
                         entity_threshold=0.0, relation_threshold=0.0), tmp_path)
     (res,) = ex.extract(make_chunks()[:1])
     assert res.entities and res.relations
+
+
+def test_build_with_a_given_vocabulary_tokenizes_whole_words(tmp_path):
+    from transformers import AutoTokenizer
+
+    from tiny_graphrag.devmodels import SPECIAL_TOKENS, build_gliner, build_glirel, fixed_vocab, tiny_backbone_config
+
+    words = ["Ada", "Lovelace", "wrote", "notes", "on", "the", "Analytical", "Engine", "."]
+    vocab = list(dict.fromkeys(SPECIAL_TOKENS + words + fixed_vocab()))
+    build_gliner(tmp_path / "g", tiny_backbone_config(len(vocab)), vocab=vocab, hidden_size=32)
+    build_glirel(tmp_path / "r", tiny_backbone_config(len(vocab)), vocab=vocab, hidden_size=32)
+    text = "Ada Lovelace wrote notes on the Analytical Engine."
+    for folder in (tmp_path / "g", tmp_path / "r" / "backbone"):
+        tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        assert tok.tokenize(text) == ["Ada", "Lovelace", "wrote", "notes", "on", "the", "Analytical", "Engine", "."]
+    # the default character-level vocabulary splits the same words into many pieces
+    build_gliner(tmp_path / "c", tiny_backbone_config(len(fixed_vocab())), hidden_size=32)
+    assert len(AutoTokenizer.from_pretrained(tmp_path / "c", local_files_only=True).tokenize(text)) > 9
+    ex = make_extractor(Schema.preset("general"), tiny_config(gliner_model="g", glirel_model="r",
+                        entity_threshold=0.0, relation_threshold=0.0), tmp_path)
+    (res,) = ex.extract(make_chunks()[:1])
+    assert res.entities

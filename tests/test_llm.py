@@ -101,6 +101,16 @@ def test_system_message_is_merged_for_gemma(llm):
     assert "<start_of_turn>user" in prompt and prompt.rstrip().endswith("<start_of_turn>model")
 
 
+def test_prompt_token_ids_are_what_the_model_runs(llm):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Who was Ada Lovelace?"}]
+    ids = llm.prompt_token_ids(messages)
+    assert ids == list(llm._capture(messages, None, 1, 0.0)["prompt"])
+    text = llm.llama.detokenize(ids, special=True).decode()
+    assert "Be brief." in text and "Ada Lovelace" in text
+    # the chat template's own tokens come on top of the message contents
+    assert len(ids) > sum(llm.count_tokens(m["content"]) for m in messages)
+
+
 def test_schema_constrained_report_parses(llm):
     g, sources, community = tiny_graph()
     budget = llm.n_ctx - 600

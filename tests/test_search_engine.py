@@ -132,6 +132,7 @@ def test_global_default_level_and_prefilter(index, embedder):
         r = qe.global_search("What are the main themes?", only_context=True)
         assert r.details["level"] == 1  # deepest level within max_map_chunks
         assert llm.calls == 0 and r.llm_calls == 0
+        assert 0 < r.details["reduce_budget"] <= 4096  # what the reduce call could hold, known without calling
     cfg = SearchConfig(global_=GlobalConfig(map_chunk_tokens=120, prefilter_top=2))
     with QueryEngine(index, llm=FakeLLM(citing_responder), embedder=embedder, config=cfg) as qe:
         r = qe.global_search("Grace Hopper and the Navy", level=1)

@@ -100,11 +100,15 @@ def build_gliner(
     backbone_config: "PretrainedConfig",
     *,
     vocab_size: int | None = None,
+    vocab: Sequence[str] | None = None,
     seed: int = 0,
     hidden_size: int | None = None,
     max_width: int = 12,
 ) -> Path:
     """A random-weight GLiNER (span model) on a backbone of the given config, saved to out_dir.
+
+    The tokenizer's vocabulary is `vocab` when given (e.g. a realistic WordPiece list, so that
+    sequence lengths match a trained model's), else the character-level `fixed_vocab(vocab_size)`.
 
     The saved folder is self-contained (tokenizer and encoder config inside), so it loads with
     `GLiNER.from_pretrained(out_dir, local_files_only=True)` from anywhere, also after a move.
@@ -113,7 +117,7 @@ def build_gliner(
     from gliner import GLiNER, GLiNERConfig
 
     out = Path(out_dir)
-    vocab = fixed_vocab(vocab_size)
+    vocab = list(vocab) if vocab is not None else fixed_vocab(vocab_size)
     backbone_config.vocab_size = len(vocab)
     out.mkdir(parents=True, exist_ok=True)
     # GLiNER builds its encoder from encoder_config (random weights), so only the tokenizer is
@@ -141,10 +145,11 @@ def build_glirel(
     backbone_config: "PretrainedConfig",
     *,
     vocab_size: int | None = None,
+    vocab: Sequence[str] | None = None,
     seed: int = 0,
     hidden_size: int | None = None,
 ) -> Path:
-    """A random-weight GLiREL on a backbone of the given config, saved to out_dir.
+    """A random-weight GLiREL on a backbone of the given config, saved to out_dir (`vocab` as in build_gliner).
 
     GLiREL reloads its backbone from `model_name` in glirel_config.json: we save the backbone
     in `out_dir/backbone` and record its absolute path. If the folder moves,
@@ -154,7 +159,7 @@ def build_glirel(
     from glirel import GLiREL
 
     out = Path(out_dir)
-    vocab = fixed_vocab(vocab_size)
+    vocab = list(vocab) if vocab is not None else fixed_vocab(vocab_size)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         backbone = _save_backbone(out / "backbone", backbone_config, vocab)

@@ -393,6 +393,19 @@ class LlamaCppLLM(_CachedLLM):
             f"chat_format {self.chat_format!r} does not run through create_completion; choose another LLMConfig.chat_format"
         )
 
+    @property
+    def llama(self) -> Any:
+        """The loaded `llama_cpp.Llama`, for low-level use (benchmarks); calls on it skip the cache and lock."""
+        return self._llama
+
+    def prompt_token_ids(self, messages: list[dict], schema: dict | None = None) -> list[int]:
+        """The prompt exactly as the model would run it: chat template, merged system text, BOS."""
+        with self._lock:
+            prompt = self._capture(messages, schema, 1, 0.0)["prompt"]
+        if isinstance(prompt, str):
+            prompt = self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        return list(prompt)
+
     # -- LLM protocol -----------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
         if not text:

@@ -500,6 +500,7 @@ class QueryEngine:
             "map_chunk_tokens": chunk_tokens,
             "map_batch_tokens": [b.tokens for b in batches],
             "map_contexts": [b.text for b in batches],
+            "reduce_budget": reduce_room,
         }
         map_tokens = sum(b.tokens for b in batches)
         built = BuiltContext(map_text, sources, map_tokens, chunk_tokens, {"map": map_tokens})
@@ -527,7 +528,6 @@ class QueryEngine:
             points=[{"score": p.score, "description": p.description, "batch": p.batch} for p in points],
             points_in_reduce=len(kept),
             reduce_context=reduce_text,
-            reduce_budget=reduce_room,
             reduce_tokens=reduce_tokens,
         )
         if not kept:
