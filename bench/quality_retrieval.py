@@ -1,9 +1,9 @@
 """Retrieval quality: passage recall@2/5/10 with 95% intervals on hotpotqa100.
 
-Uses bench/retrieval_eval.py (the search module's evaluation: one chunk per passage, the
-library's spaCy extractor for the graph, percentile-bootstrap intervals over questions) for the
-index, the rankings and the metric, and adds the per-question top-10 titles of every mode to the
-JSON so the numbers can be recomputed from it. Modes: dense (vector only), bm25 (keyword only),
+Uses bench/retrieval_eval.py (one chunk per passage, the library's spaCy extractor for the
+graph, percentile-bootstrap intervals over questions) for the index, the rankings and the
+metric, and adds the per-question top-10 titles of every mode to the JSON so the numbers can be
+recomputed from it (`python -m bench.report --check`). Modes: dense (vector only), bm25 (keyword only),
 hybrid (their RRF fusion: naive search's ranking), local (the chunks local search would put in
 its context, in order: hybrid + personalized PageRank from the linked entities).
 
@@ -29,31 +29,6 @@ REFERENCE = {
 MODES = ("dense", "bm25", "hybrid", "local")
 
 
-def rankings(engine, questions) -> tuple[dict[str, list[list[str]]], dict[str, float]]:
-    """Per mode, each question's ranked passage titles (as retrieval_eval.evaluate ranks them)."""
-    title_of = {d.id: d.source.split(":", 1)[1] for d in engine.store.documents()}
-    chunk_doc = {c.id: c.doc_id for c in engine.store.chunks()}
-
-    def titles(ids) -> list[str]:
-        return list(dict.fromkeys(title_of[chunk_doc[c]] for c in ids))
-
-    vectors = engine.embedder.embed([q.text for q in questions])
-    out: dict[str, list[list[str]]] = {m: [] for m in MODES}
-    seconds = {"hybrid": 0.0, "local": 0.0}
-    for q, v in zip(questions, vectors):
-        with stopwatch() as t:
-            ranked = engine.hybrid.rank(q.text, v)
-        seconds["hybrid"] += t["s"]
-        out["dense"].append(titles(ranked.ids("dense")))
-        out["bm25"].append(titles(ranked.ids("keyword")))
-        out["hybrid"].append(titles(ranked.ids("fused")))
-        with stopwatch() as t:
-            cand = engine.local_candidates(q.text, v)
-        seconds["local"] += t["s"]
-        out["local"].append(titles([c for c, _ in cand.chunks]))
-    return out, seconds
-
-
 def run(ctx: Context) -> dict[str, Any]:
     from tiny_graphrag.search.engine import QueryEngine
 
@@ -71,11 +46,9 @@ def run(ctx: Context) -> dict[str, Any]:
         index = rev.build_passage_index(ctx.work / "hotpotqa-index", corpus, extractor="spacy")
     engine = QueryEngine(index)
     with stopwatch() as t_eval:
-        ranks, seconds = rankings(engine, questions)
+        ranks, seconds, linked = rev.rank_passages(engine, questions, MODES)
     engine.close()
-    results = rev.summarize(ranks, questions)
-    for m in ("hybrid", "local"):
-        results[m]["ms_per_query"] = rnd(1000 * seconds[m] / len(questions), 1)
+    results = rev.score(ranks, questions, {m: seconds[m] for m in ("hybrid", "local")}, linked)
     return {
         "data": note,
         "graph": "library spaCy extractor (en_core_web_sm NER, sentence co-occurrence relations)",
@@ -91,10 +64,13 @@ def run(ctx: Context) -> dict[str, Any]:
 
 def table(r: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("data", r["data"])]
-    for mode, res in r["results"].items():
+    for mode in MODES:
+        res = r["results"][mode]
         cells = "  ".join(f"R@{k} {res[f'recall@{k}']} [{res[f'recall@{k}_ci95'][0]}, {res[f'recall@{k}_ci95'][1]}]"
                           for k in (2, 5, 10))
         rows.append((f"ours: {mode}", cells))
+    for pair, d in r["results"].get("paired_recall@5", {}).items():
+        rows.append((f"paired R@5 difference {pair}", f"{d['diff']:+} [{d['ci95'][0]}, {d['ci95'][1]}]"))
     for name, ref in r["reference_not_measured_here"].items():
         rows.append((f"reference: {name}", f"R@2 {ref['recall@2']}  R@5 {ref['recall@5']}  R@10 {ref['recall@10']}"))
     return rows

@@ -54,18 +54,24 @@ def tables(r: dict) -> str:
 def recompute(r: dict) -> list[str]:
     """Quality numbers recomputed from the JSON's raw data; the mismatches with the stored ones."""
     from .quality_extraction import prf
-    from .retrieval_eval import Question, summarize
+    from .retrieval_eval import Question, score
 
     problems: list[str] = []
     ret = r["sections"].get("quality_retrieval")
     if isinstance(ret, dict) and "per_question" in ret:
         rows = ret["per_question"]
         questions = [Question(q["id"], "", tuple(q["gold"]), "") for q in rows]
-        again = summarize({m: [q[m] for q in rows] for m in ret["results"]}, questions)
-        for mode, stored in ret["results"].items():
+        modes = [m for m in ret["results"] if rows and m in rows[0]]
+        again = score({m: [q[m] for q in rows] for m in modes}, questions)
+        for mode in modes:
+            stored = ret["results"][mode]
             for key, value in again[mode].items():
                 if stored.get(key) != value:
                     problems.append(f"quality_retrieval {mode} {key}: stored {stored.get(key)}, recomputed {value}")
+        for pair, value in again.get("paired_recall@5", {}).items():
+            stored = ret["results"].get("paired_recall@5", {}).get(pair)
+            if stored is not None and stored != value:
+                problems.append(f"quality_retrieval paired recall@5 {pair}: stored {stored}, recomputed {value}")
     ext = r["sections"].get("quality_extraction")
     for name, res in ((ext or {}).get("extractors") or {}).items():
         if not isinstance(res, dict) or "per_document" not in res:

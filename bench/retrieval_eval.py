@@ -209,19 +209,11 @@ def summarize(per_question: dict[str, list[list[str]]], questions: list[Question
 
 
 # ---- evaluation ----------------------------------------------------------------------------
-def evaluate(
-    index_dir: Path,
-    questions: list[Question],
-    *,
-    modes: Sequence[str] = ("dense", "bm25", "hybrid", "local"),
-    search_config=None,
-    embedder=None,
-    engine=None,
-) -> dict[str, Any]:
-    """Recall@2/5/10 (with 95% intervals) per mode, plus the seconds spent ranking per query."""
-    from tiny_graphrag.search.engine import QueryEngine
-
-    engine = engine or QueryEngine(index_dir, embedder=embedder, config=search_config)
+def rank_passages(
+    engine, questions: list[Question], modes: Sequence[str] = ("dense", "bm25", "hybrid", "local")
+) -> tuple[dict[str, list[list[str]]], dict[str, float], list[int]]:
+    """Each question's ranked passage titles per mode, the seconds spent ranking per mode, and
+    the number of entities local search linked for each question."""
     title_of = {d.id: d.source.split(":", 1)[1] for d in engine.store.documents()}
     chunk_doc = {c.id: c.doc_id for c in engine.store.chunks()}
     vectors = engine.embedder.embed([q.text for q in questions])
@@ -231,7 +223,7 @@ def evaluate(
     def titles(ids: Sequence[str]) -> list[str]:
         return list(dict.fromkeys(title_of[chunk_doc[c]] for c in ids))
 
-    linked_counts = []
+    linked_counts: list[int] = []
     for q, v in zip(questions, vectors):
         t0 = time.perf_counter()
         ranked = engine.hybrid.rank(q.text, v)
@@ -249,6 +241,16 @@ def evaluate(
             seconds["local"] += time.perf_counter() - t0
             rankings["local"].append(titles([c for c, _ in cand.chunks]))
             linked_counts.append(len(cand.linked))
+    return rankings, seconds, linked_counts
+
+
+def score(
+    rankings: dict[str, list[list[str]]],
+    questions: list[Question],
+    seconds: dict[str, float] | None = None,
+    linked_counts: Sequence[int] = (),
+) -> dict[str, Any]:
+    """Recall@k per mode (summarize), paired recall@5 differences with intervals, timings."""
     result = summarize(rankings, questions)
     for a, b in (("local", "hybrid"), ("local", "dense"), ("hybrid", "dense")):
         if a in rankings and b in rankings:
@@ -257,13 +259,30 @@ def evaluate(
             lo, hi = bootstrap_interval(diff)
             result.setdefault("paired_recall@5", {})[f"{a}-{b}"] = {
                 "diff": round(100 * float(np.mean(diff)), 1), "ci95": [round(100 * lo, 1), round(100 * hi, 1)]}
-    for m in modes:
-        if seconds.get(m):
-            result[m]["ms_per_query"] = round(1000 * seconds[m] / len(questions), 1)
+    for m, s in (seconds or {}).items():
+        if s:
+            result[m]["ms_per_query"] = round(1000 * s / len(questions), 1)
     if linked_counts:
         result["local"]["linked_entities_mean"] = round(float(np.mean(linked_counts)), 2)
         result["local"]["questions_without_link"] = int(sum(1 for n in linked_counts if n == 0))
     return result
+
+
+def evaluate(
+    index_dir: Path,
+    questions: list[Question],
+    *,
+    modes: Sequence[str] = ("dense", "bm25", "hybrid", "local"),
+    search_config=None,
+    embedder=None,
+    engine=None,
+) -> dict[str, Any]:
+    """Recall@2/5/10 (with 95% intervals) per mode, plus the seconds spent ranking per query."""
+    from tiny_graphrag.search.engine import QueryEngine
+
+    engine = engine or QueryEngine(index_dir, embedder=embedder, config=search_config)
+    rankings, seconds, linked_counts = rank_passages(engine, questions, modes)
+    return score(rankings, questions, seconds, linked_counts)
 
 
 def sweep_fusion(

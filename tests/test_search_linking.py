@@ -88,3 +88,29 @@ def test_chunk_seeds_spread_to_the_entities_they_mention(graph):
     assert mass[index.pos["grace hopper"]] > 0
     assert chunks[chunk] == max(chunks.values())
     assert mass[index.pos["alan turing"]] == 0
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 5, 8, 20])
+def test_chunk_mass_top_matches_a_full_sort(k):
+    from tiny_graphrag.search.graph_index import ChunkMass
+
+    ids = [f"c{i:02d}" for i in range(12)]
+    # ties on purpose (0.2 three times, 0.1 twice), zeros that must never be returned
+    mass = np.array([0.1, 0.2, 0.0, 0.05, 0.2, 0.3, 0.0, 0.2, 0.1, 0.01, 0.0, 0.04])
+    cm = ChunkMass(ids, {c: i for i, c in enumerate(ids)}, mass)
+    reference = {c: float(m) for c, m in zip(ids, mass) if m > 0}
+    assert dict(cm) == reference and len(cm) == len(reference)
+    assert cm.top(k) == sorted(reference.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    assert cm.get("c02") is None and cm.get("missing", 1.5) == 1.5 and cm["c05"] == 0.3
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 7, 50])
+def test_best_first_matches_a_stable_argsort(k):
+    from tiny_graphrag.search.local import _best_first
+
+    rng = np.random.default_rng(k)
+    mass = rng.choice([0.0, 0.0, 0.1, 0.2, 0.25, 0.5], size=30)  # many ties and zeros
+    full = [i for i in np.argsort(-mass, kind="stable") if mass[i] > 0]
+    got = list(_best_first(mass, k))
+    assert got[:k] == full[:k]
+    assert got == full[: len(got)]  # a prefix of the full order, never a different order

@@ -11,11 +11,48 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import numpy as np
 
 log = logging.getLogger(__name__)
+
+
+class ChunkMass(Mapping[str, float]):
+    """PageRank mass per chunk id (chunks with mass > 0 are the keys), kept as the mass array.
+
+    A walk reaches most chunks of a large index; a dict of 50k entries per query cost more than
+    the walk itself, and the search only reads the best few and a handful of lookups.
+    """
+
+    def __init__(self, chunk_ids: list[str], chunk_pos: Mapping[str, int], mass: np.ndarray):
+        self._ids, self._pos, self._mass = chunk_ids, chunk_pos, mass
+        self._nonzero = np.flatnonzero(mass > 0)
+
+    def __getitem__(self, chunk_id: str) -> float:
+        j = self._pos.get(chunk_id)
+        if j is None or self._mass[j] <= 0:
+            raise KeyError(chunk_id)
+        return float(self._mass[j])
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._ids[j] for j in self._nonzero)
+
+    def __len__(self) -> int:
+        return len(self._nonzero)
+
+    def top(self, k: int) -> list[tuple[str, float]]:
+        """The k chunks with the most mass, (id, mass), ordered by mass then id."""
+        nz = self._nonzero
+        if k <= 0 or len(nz) == 0:
+            return []
+        values = self._mass[nz]
+        if len(nz) > k:
+            # every chunk tied with the k-th largest mass stays a candidate, so ties break by id
+            kth = np.partition(values, len(values) - k)[len(values) - k]
+            nz = nz[values >= kth]
+        best = sorted(((self._ids[j], float(self._mass[j])) for j in nz), key=lambda kv: (-kv[1], kv[0]))
+        return best[:k]
 
 
 class GraphIndex:
@@ -108,7 +145,7 @@ class GraphIndex:
         damping: float = 0.5,
         iterations: int = 100,
         tol: float = 1e-8,
-    ) -> tuple[np.ndarray, dict[str, float]]:
+    ) -> tuple[np.ndarray, Mapping[str, float]]:
         """Personalized PageRank over entities and chunks together.
 
         The walk follows a link (weighted relation, or chunk-mentions-entity) with probability
@@ -128,7 +165,7 @@ class GraphIndex:
             if j is not None and w > 0:
                 s[n_ent + j] += w
         if total == 0 or s.sum() <= 0:
-            return np.zeros(n_ent), {}
+            return np.zeros(n_ent), ChunkMass(self.chunk_ids, self._chunk_pos, np.zeros(len(self.chunk_ids)))
         s /= s.sum()
         inv = np.divide(1.0, strength, out=np.zeros(total), where=strength > 0)
         dangling = strength == 0
@@ -139,6 +176,4 @@ class GraphIndex:
             x = nxt
             if done:
                 break
-        chunk_mass = x[n_ent:]
-        chunks = {self.chunk_ids[j]: float(chunk_mass[j]) for j in np.flatnonzero(chunk_mass > 0)}
-        return x[:n_ent], chunks
+        return x[:n_ent], ChunkMass(self.chunk_ids, self._chunk_pos, x[n_ent:])

@@ -93,10 +93,10 @@ class LocalRetriever:
         relationships = self._rank_relationships([k for k, _ in entities])
         communities = self._rank_communities(entities)
 
-        graph_chunks = sorted(chunk_mass.items(), key=lambda kv: (-kv[1], kv[0]))[: fusion.depth]
+        graph_chunks = chunk_mass.top(fusion.depth)
         order = hybrid.ids("fused")[: config.keep_text_top] + [c for c, _ in graph_chunks] + hybrid.ids("fused")
-        score = {**dict(hybrid.fused), **chunk_mass}
-        chunks = [(c, score.get(c, 0.0)) for c in dict.fromkeys(order)]
+        fused = dict(hybrid.fused)
+        chunks = [(c, chunk_mass.get(c, fused.get(c, 0.0))) for c in dict.fromkeys(order)]
         return LocalCandidates(
             tuple(linked), tuple(entities), tuple(relationships), tuple(communities), tuple(chunks), hybrid,
             tuple(graph_chunks),
@@ -106,8 +106,8 @@ class LocalRetriever:
     def _rank_entities(self, linked: list[LinkedEntity], mass: np.ndarray, limit: int) -> list[tuple[str, float]]:
         seeds = [e.key for e in linked]
         seed_set = set(seeds)
-        order = np.argsort(-mass, kind="stable")
         out = [(k, float(mass[self.index.pos[k]])) for k in seeds]
+        order = _best_first(mass, max(limit, len(seeds)) + len(seeds))
         for i in order:
             if len(out) >= max(limit, len(seeds)) or mass[i] <= 0:
                 break
@@ -146,3 +146,14 @@ class LocalRetriever:
             if c is not None:
                 score[c.id] = score.get(c.id, 0.0) + m
         return sorted(score, key=lambda cid: (-score[cid], cid))
+
+
+def _best_first(mass: np.ndarray, k: int) -> np.ndarray:
+    """Indices of at least the k largest positive masses, largest first, ties by index (as a
+    stable argsort would order them), without sorting every entity of a large graph."""
+    if k < len(mass):
+        kth = np.partition(mass, len(mass) - k)[len(mass) - k]
+        candidates = np.flatnonzero(mass >= kth) if kth > 0 else np.flatnonzero(mass > 0)
+    else:
+        candidates = np.flatnonzero(mass > 0)
+    return candidates[np.lexsort((candidates, -mass[candidates]))]
