@@ -39,7 +39,7 @@ from .common import Context, obama_text, ratio, rnd, stopwatch, cut_text
 log = logging.getLogger("bench.extraction")
 
 DEBERTA_V3_VOCAB = 128_100
-ROUNDS = 2  # timed rounds per path (alternating); the best of each is reported
+ROUNDS = 3  # timed rounds per path (alternating); the best of each is reported
 
 
 # ---- models -----------------------------------------------------------------------------------
