@@ -82,7 +82,7 @@ def worker(tokens: int, work: Path) -> dict[str, Any]:
     from tiny_graphrag.build import build_index
     from tiny_graphrag.config import BuildConfig
 
-    from .common import corpus_of_size, peak_rss_mb, quiet_logs, spacy_extraction_config, write_corpus
+    from .common import corpus_of_size, graph_counts, peak_rss_mb, quiet_logs, spacy_extraction_config, write_corpus
 
     quiet_logs()
     docs, facts = corpus_of_size(tokens)
@@ -97,11 +97,8 @@ def worker(tokens: int, work: Path) -> dict[str, Any]:
     s = result.summary
     return {
         **facts,
-        "chunks": s.chunks,
-        "entities": sum(s.entities_per_type.values()),
-        "relations": sum(s.relations_per_label.values()),
+        **graph_counts(s),
         "merged_aliases": s.merged_aliases,
-        "communities_per_level": s.communities_per_level,
         "seconds_per_stage": s.seconds_per_stage,
         "seconds_total": rnd(sum(s.seconds_per_stage.values()), 2),
         # VmHWM: this process's own peak (getrusage's maxrss would include the parent's size before exec)

@@ -128,6 +128,16 @@ def rnd(x: float | None, nd: int = 3) -> float | None:
 
 
 # ---- memory --------------------------------------------------------------------------------
+def graph_counts(summary) -> dict[str, Any]:
+    """What a BuildSummary says the index holds (chunks, entities, relations, communities per level)."""
+    return {
+        "chunks": summary.chunks,
+        "entities": sum(summary.entities_per_type.values()),
+        "relations": sum(summary.relations_per_label.values()),
+        "communities_per_level": summary.communities_per_level,
+    }
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far (MiB)."""
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

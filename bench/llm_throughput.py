@@ -17,7 +17,7 @@ import logging
 import time
 from typing import Any
 
-from .common import Context, gemma_config, gemma_path, obama_slice, rnd, spacy_extraction_config, stopwatch
+from .common import Context, gemma_config, gemma_path, graph_counts, obama_slice, rnd, spacy_extraction_config, stopwatch
 
 log = logging.getLogger("bench.llm")
 
@@ -107,10 +107,7 @@ def llm_share(ctx: Context, n_tokens: int) -> dict[str, Any]:
     completion = sum(r["completion_tokens"] for r in calls)
     return {
         "corpus_tokens": n_tokens,
-        "chunks": s.chunks,
-        "entities": sum(s.entities_per_type.values()),
-        "relations": sum(s.relations_per_label.values()),
-        "communities_per_level": s.communities_per_level,
+        **graph_counts(s),
         "reports": s.reports,
         "model_calls": s.model_calls,
         "seconds_per_stage": stages,

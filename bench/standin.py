@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .common import Context, obama_slice, obama_text, spacy_extraction_config
+from .common import Context, graph_counts, obama_slice, obama_text, spacy_extraction_config
 
 _SECTION = re.compile(r"^-----(\w+)-----$", re.M)
 
@@ -95,9 +95,7 @@ def obama_index(ctx: Context) -> dict[str, Any]:
         return {"path": result.path, "summary": {
             "corpus": f"first {ctx.mode.obama_tokens} tokens of the Obama article" if ctx.mode.obama_tokens
             else "the whole Obama article",
-            "chunks": s.chunks, "entities": sum(s.entities_per_type.values()),
-            "relations": sum(s.relations_per_label.values()), "communities_per_level": s.communities_per_level,
-            "reports": s.reports, "seconds_per_stage": s.seconds_per_stage}}
+            **graph_counts(s), "reports": s.reports, "seconds_per_stage": s.seconds_per_stage}}
 
     return ctx.once("obama_index", make)
 

@@ -6,28 +6,20 @@ JSON-constrained map answers parsed (or degraded to score 0), and citations that
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tiny_graphrag.config import LLMConfig
+from tiny_graphrag.search.citations import parse_citations, unresolved
+from tiny_graphrag.search.config import GlobalConfig, SearchConfig
+from tiny_graphrag.search.engine import QueryEngine
 
-from tiny_graphrag.config import LLMConfig  # noqa: E402
-from tiny_graphrag.search.citations import parse_citations, unresolved  # noqa: E402
-from tiny_graphrag.search.config import GlobalConfig, SearchConfig  # noqa: E402
-from tiny_graphrag.search.engine import QueryEngine  # noqa: E402
-
-from test_search_fixtures import build_test_index  # noqa: E402
+from test_search_fixtures import build_test_index
 
 N_CTX = 2048
 
 
-@pytest.fixture(scope="session")
-def gemma_gguf(gemma_path) -> Path:
-    return gemma_path
-
-
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory, gemma_gguf):
+def engine(tmp_path_factory, gemma_path):
     from tiny_graphrag.embed import Embedder
 
     embedder = Embedder("all-MiniLM-L6-v2", device="cpu")
@@ -36,7 +28,7 @@ def engine(tmp_path_factory, gemma_gguf):
         answer_max_tokens=48,
         global_=GlobalConfig(map_chunk_tokens=400, map_max_tokens=96, reduce_max_tokens=48, max_points=2),
     )
-    llm = LLMConfig(model=str(gemma_gguf), chat_format="gemma", n_ctx=N_CTX)
+    llm = LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX)
     with QueryEngine(index, llm=llm, embedder=embedder, config=config) as qe:
         yield qe
 

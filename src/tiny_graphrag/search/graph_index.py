@@ -43,16 +43,21 @@ class ChunkMass(Mapping[str, float]):
 
     def top(self, k: int) -> list[tuple[str, float]]:
         """The k chunks with the most mass, (id, mass), ordered by mass then id."""
-        nz = self._nonzero
-        if k <= 0 or len(nz) == 0:
+        if k <= 0:
             return []
-        values = self._mass[nz]
-        if len(nz) > k:
-            # every chunk tied with the k-th largest mass stays a candidate, so ties break by id
-            kth = np.partition(values, len(values) - k)[len(values) - k]
-            nz = nz[values >= kth]
-        best = sorted(((self._ids[j], float(self._mass[j])) for j in nz), key=lambda kv: (-kv[1], kv[0]))
+        best = sorted(((self._ids[j], float(self._mass[j])) for j in top_candidates(self._mass, k)),
+                      key=lambda kv: (-kv[1], kv[0]))
         return best[:k]
+
+
+def top_candidates(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the positive values among the k largest, plus every value tied with the k-th,
+    unordered: sorting only these gives the top k under any tie rule, without sorting them all."""
+    positive = np.flatnonzero(values > 0)
+    if len(positive) <= k:
+        return positive
+    kth = np.partition(values[positive], len(positive) - k)[len(positive) - k]
+    return positive[values[positive] >= kth]
 
 
 class GraphIndex:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..records import Community
 from .config import FusionConfig, LocalConfig
-from .graph_index import GraphIndex
+from .graph_index import GraphIndex, top_candidates
 from .linking import EntityLinker, LinkedEntity
 from .naive import HybridRetriever, Ranked
 
@@ -107,9 +107,9 @@ class LocalRetriever:
         seeds = [e.key for e in linked]
         seed_set = set(seeds)
         out = [(k, float(mass[self.index.pos[k]])) for k in seeds]
-        order = _best_first(mass, max(limit, len(seeds)) + len(seeds))
-        for i in order:
-            if len(out) >= max(limit, len(seeds)) or mass[i] <= 0:
+        want = max(limit, len(seeds))
+        for i in _best_first(mass, want + len(seeds)):  # seeds may be among the best: skip them
+            if len(out) >= want or mass[i] <= 0:
                 break
             key = self.index.keys[i]
             if key not in seed_set:
@@ -148,12 +148,9 @@ class LocalRetriever:
         return sorted(score, key=lambda cid: (-score[cid], cid))
 
 
+
 def _best_first(mass: np.ndarray, k: int) -> np.ndarray:
     """Indices of at least the k largest positive masses, largest first, ties by index (as a
     stable argsort would order them), without sorting every entity of a large graph."""
-    if k < len(mass):
-        kth = np.partition(mass, len(mass) - k)[len(mass) - k]
-        candidates = np.flatnonzero(mass >= kth) if kth > 0 else np.flatnonzero(mass > 0)
-    else:
-        candidates = np.flatnonzero(mass > 0)
+    candidates = top_candidates(mass, k)
     return candidates[np.lexsort((candidates, -mass[candidates]))]
