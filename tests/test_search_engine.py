@@ -11,7 +11,7 @@ import pytest
 from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.errors import IndexFormatError, InputError, ModelNotFoundError
 from tiny_graphrag.llm import FakeLLM
-from tiny_graphrag.search.citations import parse_citations, unresolved
+from tiny_graphrag.citations import parse_citations, unresolved
 from tiny_graphrag.search.config import GlobalConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine
 from tiny_graphrag.search.global_search import INVALID_MAP_ANSWER

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tiny_graphrag.config import LLMConfig
-from tiny_graphrag.search.citations import parse_citations, unresolved
+from tiny_graphrag.citations import parse_citations, unresolved
 from tiny_graphrag.search.config import GlobalConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine
 

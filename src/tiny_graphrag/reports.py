@@ -23,6 +23,7 @@ import networkx as nx
 
 from .errors import TinyGraphRAGError
 from .llm import LLM, ContextWindowError
+from .citations import CitationKind, filter_citations, parse_citations, strip_citations
 from .records import Community, Finding, Report
 
 log = logging.getLogger(__name__)
@@ -104,23 +105,6 @@ End each explanation with its evidence as [Data: Entities (ids); Relationships (
 # without it the span is found by the entities' names.
 SourceEntry = tuple
 
-CitationKind = str  # "entities", "relationships", "sources", "reports"
-_KINDS = {
-    "entities": "Entities",
-    "entity": "Entities",
-    "relationships": "Relationships",
-    "relationship": "Relationships",
-    "relations": "Relationships",
-    "relation": "Relationships",
-    "sources": "Sources",
-    "source": "Sources",
-    "reports": "Reports",
-    "report": "Reports",
-}
-_DATA_BLOCK = re.compile(r"\s*\[\s*Data\s*:([^\]]*)\]", re.IGNORECASE)
-_DATA_PART = re.compile(r"([A-Za-z]+)\s*\(([^)]*)\)")
-
-
 class ReportError(TinyGraphRAGError, RuntimeError):
     """The model's output could not be turned into a valid report."""
 
@@ -174,10 +158,6 @@ def _mentions(value: Any) -> int:
         return len(value)
     except TypeError:
         return 0
-
-
-def _strip_citations(text: str) -> str:
-    return _DATA_BLOCK.sub("", text).strip()
 
 
 @dataclass(frozen=True)
@@ -337,8 +317,8 @@ class _ContextBuilder:
         return _csv_row([self._edge_hid(e), name(u), name(v), d.get("label", k), _mentions(d.get("weight", 1))])
 
     def report_row(self, r: Report) -> str:
-        findings = "; ".join(_strip_citations(f.summary) for f in r.findings)
-        return _csv_row([_strip_citations(r.title), _strip_citations(r.summary) + (f" Findings: {findings}" if findings else "")])
+        findings = "; ".join(strip_citations(f.summary) for f in r.findings)
+        return _csv_row([strip_citations(r.title), strip_citations(r.summary) + (f" Findings: {findings}" if findings else "")])
 
     def render(self, a: _Assembly) -> str:
         sections = []
@@ -526,45 +506,6 @@ def _substitute(
 
 
 # --------------------------------------------------------------------------------------------
-# Citations
-
-
-def parse_citations(text: str) -> dict[str, list[int]]:
-    """Ids cited as [Data: Entities (1, 2); Relationships (3); Sources (4)], in order, deduplicated."""
-    out: dict[str, list[int]] = {"entities": [], "relationships": [], "sources": [], "reports": []}
-    for block in _DATA_BLOCK.finditer(text):
-        for kind, ids in _DATA_PART.findall(block.group(1)):
-            name = _KINDS.get(kind.lower())
-            if name is None:
-                continue
-            bucket = out[name.lower()]
-            for tok in re.findall(r"\d+", ids):
-                if int(tok) not in bucket:
-                    bucket.append(int(tok))
-    return out
-
-
-def filter_citations(text: str, citable: Mapping[str, set[int]]) -> str:
-    """Rewrite each [Data: ...] block to keep only ids in `citable`; drop blocks left empty."""
-
-    def repl(m: re.Match) -> str:
-        parts: dict[str, list[int]] = {}
-        for kind, ids in _DATA_PART.findall(m.group(1)):
-            name = _KINDS.get(kind.lower())
-            if name is None:
-                continue
-            allowed = citable.get(name.lower(), set())
-            keep = parts.setdefault(name, [])
-            for tok in re.findall(r"\d+", ids):
-                if int(tok) in allowed and int(tok) not in keep:
-                    keep.append(int(tok))
-        rendered = "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in parts.items() if v)
-        return f" [Data: {rendered}]" if rendered else ""
-
-    return _DATA_BLOCK.sub(repl, text).strip()
-
-
-# --------------------------------------------------------------------------------------------
 # Parsing and repair
 
 
@@ -671,7 +612,7 @@ def _to_report(community: Community, data: dict, context: ReportContext) -> Repo
     return Report(
         community_id=community.id,
         level=community.level,
-        title=_strip_citations(data["title"]),
+        title=strip_citations(data["title"]),
         summary=cite(data["summary"]),
         rating=data["rating"],
         rating_explanation=cite(data["rating_explanation"]),

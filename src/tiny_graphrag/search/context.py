@@ -14,16 +14,15 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..records import Chunk, Report
+from ..tables import Count, cell, pack_table, row
 from .config import LocalConfig
 from .result import SourceChunk, SourceEntity, SourceRelation, SourceReport, Sources
 from .tokens import TokenCounter
 
 log = logging.getLogger(__name__)
-
-Count = Callable[[str], int]
 
 
 @dataclass(frozen=True)
@@ -41,41 +40,6 @@ class BuiltContext:
     def empty(self) -> bool:
         return not (self.sources.chunks or self.sources.reports or self.sources.entities
                     or self.sources.relationships)
-
-
-def cell(value: Any) -> str:
-    """A table cell on one line, without the column separator."""
-    return " ".join(str(value).split()).replace("|", "/")
-
-
-def row(*values: Any) -> str:
-    return "|".join(cell(v) for v in values)
-
-
-def pack_table(
-    title: str, header: str, rows: Sequence[tuple[str, Any]], budget: int, count: Count
-) -> tuple[str, list[Any], int]:
-    """The table of as many rows as fit in `budget` tokens, in order (a row too big is skipped).
-
-    Returns (text, payloads of the rows kept, tokens). An empty table is "" (0 tokens).
-    """
-    head = f"-----{title}-----\n{header}"
-    used = count(head + "\n")
-    if used >= budget:
-        return "", [], 0
-    kept: list[tuple[str, Any]] = []
-    for text, payload in rows:
-        cost = count(text + "\n")
-        if used + cost <= budget:
-            kept.append((text, payload))
-            used += cost
-    while kept:
-        table = head + "\n" + "\n".join(t for t, _ in kept)
-        n = count(table)
-        if n <= budget:
-            return table, [p for _, p in kept], n
-        kept.pop()  # measured as a whole it is over: drop the last row and measure again
-    return "", [], 0
 
 
 def join_sections(sections: Sequence[str]) -> str:

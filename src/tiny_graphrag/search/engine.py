@@ -25,7 +25,7 @@ import numpy as np
 from ..config import LLMConfig
 from ..errors import IndexFormatError, InputError, ModelNotFoundError
 from ..store import IndexStore
-from .citations import check_citations, parse_citations
+from ..citations import check_citations, parse_citations
 from .config import GlobalConfig, LocalConfig, NaiveConfig, SearchConfig
 from .context import (
     BuiltContext,

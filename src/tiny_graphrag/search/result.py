@@ -141,7 +141,7 @@ class SearchResult:
 
     def citations(self) -> dict[str, list[int]]:
         """Ids cited in the answer, by kind."""
-        from .citations import parse_citations
+        from ..citations import parse_citations
 
         return parse_citations(self.answer)
 

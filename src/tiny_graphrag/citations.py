@@ -1,0 +1,93 @@
+"""Citations: [Data: Entities (1, 2); Relationships (3); Sources (4); Reports (5)].
+
+One syntax for community reports and search answers, so one parser serves both: parsing,
+removing ids a reader was never shown, and stripping citations from text quoted elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .search.result import Sources
+
+CitationKind = str  # "entities", "relationships", "sources", "reports"
+_KINDS = {
+    "entities": "Entities",
+    "entity": "Entities",
+    "relationships": "Relationships",
+    "relationship": "Relationships",
+    "relations": "Relationships",
+    "relation": "Relationships",
+    "sources": "Sources",
+    "source": "Sources",
+    "reports": "Reports",
+    "report": "Reports",
+}
+_DATA_BLOCK = re.compile(r"\s*\[\s*Data\s*:([^\]]*)\]", re.IGNORECASE)
+_DATA_PART = re.compile(r"([A-Za-z]+)\s*\(([^)]*)\)")
+
+
+def parse_citations(text: str) -> dict[str, list[int]]:
+    """Ids cited as [Data: Entities (1, 2); Relationships (3); Sources (4)], in order, deduplicated."""
+    out: dict[str, list[int]] = {"entities": [], "relationships": [], "sources": [], "reports": []}
+    for block in _DATA_BLOCK.finditer(text):
+        for kind, ids in _DATA_PART.findall(block.group(1)):
+            name = _KINDS.get(kind.lower())
+            if name is None:
+                continue
+            bucket = out[name.lower()]
+            for tok in re.findall(r"\d+", ids):
+                if int(tok) not in bucket:
+                    bucket.append(int(tok))
+    return out
+
+
+def filter_citations(text: str, citable: Mapping[str, set[int]]) -> str:
+    """Rewrite each [Data: ...] block to keep only ids in `citable`; drop blocks left empty."""
+
+    def repl(m: re.Match) -> str:
+        parts: dict[str, list[int]] = {}
+        for kind, ids in _DATA_PART.findall(m.group(1)):
+            name = _KINDS.get(kind.lower())
+            if name is None:
+                continue
+            allowed = citable.get(name.lower(), set())
+            keep = parts.setdefault(name, [])
+            for tok in re.findall(r"\d+", ids):
+                if int(tok) in allowed and int(tok) not in keep:
+                    keep.append(int(tok))
+        rendered = "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in parts.items() if v)
+        return f" [Data: {rendered}]" if rendered else ""
+
+    return _DATA_BLOCK.sub(repl, text).strip()
+
+
+def strip_citations(text: str) -> str:
+    """The text without its [Data: ...] blocks (a report quoted inside another context)."""
+    return _DATA_BLOCK.sub("", text).strip()
+
+
+def unresolved(text: str, sources: "Sources") -> dict[str, tuple[int, ...]]:
+    """Cited ids that do not resolve through `sources`, by kind (empty when all resolve)."""
+    citable = sources.citable()
+    out: dict[str, tuple[int, ...]] = {}
+    for kind, ids in parse_citations(text).items():
+        bad = tuple(i for i in ids if i not in citable.get(kind, set()))
+        if bad:
+            out[kind] = bad
+    return out
+
+
+def check_citations(text: str, sources: "Sources") -> tuple[str, dict[str, tuple[int, ...]]]:
+    """(text with only resolvable citations, the ids that were removed).
+
+    A model may cite an id it was never shown (or copy one out of a report's text): such a
+    citation would point at nothing, so it is removed rather than passed on.
+    """
+    bad = unresolved(text, sources)
+    if not bad:
+        return text, {}
+    return filter_citations(text, sources.citable()), bad

@@ -1,0 +1,47 @@
+"""Data tables for prompts within a token budget: one packer for search and report contexts.
+
+Tables use GraphRAG's "-----Name-----" headers and "|"-separated rows; the first column is the
+id the model cites. A table is measured again as a whole after packing, so it never exceeds its
+budget even where a tokenizer merges tokens across row boundaries.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+Count = Callable[[str], int]
+
+
+def cell(value: Any) -> str:
+    """A table cell on one line, without the column separator."""
+    return " ".join(str(value).split()).replace("|", "/")
+
+
+def row(*values: Any) -> str:
+    return "|".join(cell(v) for v in values)
+
+
+def pack_table(
+    title: str, header: str, rows: Sequence[tuple[str, Any]], budget: int, count: Count
+) -> tuple[str, list[Any], int]:
+    """The table of as many rows as fit in `budget` tokens, in order (a row too big is skipped).
+
+    Returns (text, payloads of the rows kept, tokens). An empty table is "" (0 tokens).
+    """
+    head = f"-----{title}-----\n{header}"
+    used = count(head + "\n")
+    if used >= budget:
+        return "", [], 0
+    kept: list[tuple[str, Any]] = []
+    for text, payload in rows:
+        cost = count(text + "\n")
+        if used + cost <= budget:
+            kept.append((text, payload))
+            used += cost
+    while kept:
+        table = head + "\n" + "\n".join(t for t, _ in kept)
+        n = count(table)
+        if n <= budget:
+            return table, [p for _, p in kept], n
+        kept.pop()  # measured as a whole it is over: drop the last row and measure again
+    return "", [], 0
