@@ -10,7 +10,8 @@ from tiny_graphrag.config import ChunkingConfig
 from tiny_graphrag.documents import load_documents
 from tiny_graphrag.errors import IndexFormatError
 from tiny_graphrag.records import Community, Finding, Report
-from tiny_graphrag.store import MANIFEST, IndexStore, publish, staging_dir
+from tiny_graphrag.placement import publish, staging_dir
+from tiny_graphrag.store import MANIFEST, IndexStore
 
 TEXTS = [
     "Barack Obama studied law at Harvard Law School. He taught constitutional law in Chicago.",

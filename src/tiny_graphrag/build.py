@@ -24,11 +24,12 @@ from . import __version__
 from .cache import CallCache, cache_key
 from .chunking import chunk_documents
 from .config import BuildConfig
-from .documents import load_documents
-from .errors import TinyGraphRAGError
+from .documents import collect_documents, is_path_string
+from .errors import InputError, TinyGraphRAGError
+from .placement import check_output, clean_stale_staging, disk_full_error, publish, staging_dir
 from .records import Chunk, EntityMention, Extraction, RelationMention
 from .schema import Schema
-from .store import IndexStore, clean_stale_staging, disk_full_error, publish, staging_dir
+from .store import IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ class BuildSummary:
     seconds_per_stage: dict[str, float]
     model_calls: dict[str, int]  # e.g. {"extraction": n, "extraction_cached": n, "llm": n, "llm_cached": n}
     warnings: tuple[str, ...] = ()
+    skipped_files: tuple[str, ...] = ()  # files of unsupported types in the input folders
+    fallback_reports: int = 0  # reports built from the data because the model's output was unusable
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,11 +67,13 @@ class BuildSummary:
             + "".join(f"\n  {k}: {v}" for k, v in sorted(self.dropped_relations.items())),
             "communities per level: "
             + (", ".join(f"C{lvl}={n}" for lvl, n in sorted(self.communities_per_level.items())) or "none"),
-            f"reports: {self.reports}",
+            f"reports: {self.reports}" + (f" ({self.fallback_reports} fallback: the model's output was unusable)"
+                                          if self.fallback_reports else ""),
             "model calls: " + ", ".join(f"{k}={v}" for k, v in self.model_calls.items()),
             "seconds per stage: " + ", ".join(f"{k}={v:.1f}" for k, v in self.seconds_per_stage.items()),
         ]
         lines += [f"warning: {w}" for w in self.warnings]
+        lines += [f"skipped (unsupported type): {f}" for f in self.skipped_files]
         return "\n".join(lines)
 
 
@@ -115,21 +120,34 @@ def build_index(
     embedder=None,
     llm=None,
     progress: bool = True,
+    force: bool = False,
 ) -> BuildResult:
     """Build an index of `inputs` (paths, directories, or raw text strings) into `out_dir`.
 
     The schema is a Schema, a preset name ("general", "biomedical", "finance", "geography"), a
     schema file path, a mapping, or given as `entity_types` (+ `relation_types`). `extractor`,
     `embedder` and `llm` may be passed as ready objects (they are then not loaded from config).
+
+    `out_dir` may be new, an empty folder or an existing index, which is replaced once the new
+    one is complete; anything else is refused before any work starts (with `force`, also an
+    unfinished index is replaced). Nothing outside the index is ever removed or overwritten.
     """
     schema = _resolve_schema(schema, entity_types, relation_types)
-    out_dir = Path(out_dir)
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    paths = [Path(i) for i in inputs if isinstance(i, os.PathLike) or is_path_string(i)]
+    out_dir = check_output(Path(out_dir), paths, force=force)
     clean_stale_staging(out_dir)
     tmp = staging_dir(out_dir)
-    cache = CallCache(Path(config.cache_dir) / "calls.sqlite" if config.cache_dir else out_dir.parent / ".cache" / "calls.sqlite")
+    cache_path = Path(config.cache_dir) / "calls.sqlite" if config.cache_dir else out_dir.parent / ".cache" / "calls.sqlite"
+    try:
+        cache = CallCache(cache_path)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise disk_full_error(exc, cache_path.parent) or exc
     try:
         summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress)
-        publish(tmp, out_dir)
+        publish(tmp, out_dir, force=force)
     except BaseException as exc:  # Ctrl-C included: never leave a half-written index behind
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError) and (err := disk_full_error(exc, out_dir)) is not None:
@@ -155,7 +173,7 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
          progress: bool) -> BuildSummary:
     from .communities import hierarchical_communities
     from .embed import Embedder
-    from .graph import assign_hids, build_graph
+    from .graph import build_graph
     from .resolve import resolve_aliases
 
     timer = _Timer()
@@ -163,12 +181,14 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
     calls: dict[str, int] = {}
 
     with timer.stage("read"):
-        docs = load_documents(inputs)
+        loaded = collect_documents(inputs)
+        docs = loaded.documents
+    if loaded.skipped:
+        warnings.append(f"skipped {len(loaded.skipped)} file(s) of unsupported types (convert them to .txt/.md "
+                        "to index them); the summary lists them")
     with timer.stage("chunk"):
         chunks = chunk_documents(docs, config.chunking)
     if not chunks:
-        from .errors import InputError
-
         raise InputError("the inputs contain no text to index (only whitespace or punctuation)")
 
     store = IndexStore.create(tmp)
@@ -178,7 +198,15 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
     if extractor is None:
         from .extract.base import make_extractor
 
-        extractor = make_extractor(schema, config.extraction, models_dir=config.models_dir)
+        ex_config = config.extraction
+        if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
+            ex_config = replace(ex_config, spacy_label_map=dict(schema.spacy_labels))
+        extractor = make_extractor(schema, ex_config, models_dir=config.models_dir)
+    if config.reports and llm is None:
+        # Load the report model now: a missing or broken GGUF must fail before hours of extraction.
+        from .llm import LlamaCppLLM
+
+        llm = LlamaCppLLM(config.llm, models_dir=config.models_dir, cache=cache)
     with timer.stage("extract"):
         extractions = _extract_cached(extractor, chunks, cache, calls, progress)
 
@@ -190,7 +218,6 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
         merges = []
         if config.resolution.enabled and graph.number_of_nodes() > 1:
             merges = resolve_aliases(graph, embed=embedder.embed, config=config.resolution)
-        assign_hids(graph)
     if graph.number_of_nodes() == 0:
         warnings.append(
             "no entities were found: the graph is empty, so there are no communities or reports; "
@@ -215,10 +242,6 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
     if config.reports and communities:
         from .reports import generate_reports
 
-        if llm is None:
-            from .llm import LlamaCppLLM
-
-            llm = LlamaCppLLM(config.llm, models_dir=config.models_dir, cache=cache)
         calls_before, hits_before = llm.calls, llm.cache_hits
         with timer.stage("reports"):
             # (sid, text, chunk start): report snippets are cut at the exact document-level spans
@@ -254,6 +277,8 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
             seconds_per_stage=timer.seconds,
             model_calls=calls,
             warnings=tuple(warnings),
+            skipped_files=loaded.skipped,
+            fallback_reports=sum(1 for r in reports if getattr(r, "fallback", False)),
         )
         store.write_manifest(
             {

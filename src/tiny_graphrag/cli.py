@@ -5,68 +5,119 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
-from .errors import TinyGraphRAGError
+from .errors import ConfigError, TinyGraphRAGError
 
 log = logging.getLogger("tiny_graphrag")
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tiny-graphrag", description="A small, fully local GraphRAG.")
-    p.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    sub = p.add_subparsers(dest="command", required=True)
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    return parse
 
-    b = sub.add_parser("build", help="build an index from .txt/.md files or directories")
-    b.add_argument("inputs", nargs="+", help=".txt/.md files or directories")
-    b.add_argument("--out", required=True, help="index directory, e.g. graphs/NAME")
-    b.add_argument("--schema", help="schema file (.toml/.yaml/.json) or preset name (general, biomedical, finance, geography)")
-    b.add_argument("--extractor", choices=["gliner", "spacy"], default="gliner")
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got '{text}'") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
+    return value
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, but not the "None" of options whose default is decided later."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from .extract.base import extractor_names
+
+    # -v is accepted before and after the subcommand: a shared parent with a suppressed default
+    # keeps the top-level value when the subcommand does not repeat it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log progress details")
+    kw = {"parents": [common], "formatter_class": _Formatter}
+    p = argparse.ArgumentParser(prog="tiny-graphrag", description="A small, fully local GraphRAG.", **kw)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    b = sub.add_parser("build", help="build an index from .txt/.md files or directories", **kw)
+    b.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
+    b.add_argument("--out", required=True, type=Path,
+                   help="index folder, e.g. graphs/NAME: new, empty, or an existing index, which is replaced once "
+                        "the new one is complete; nothing else is ever replaced")
+    b.add_argument("--force", action="store_true",
+                   help="also replace an unfinished index (index files without a manifest) at --out")
+    b.add_argument("--schema", help="schema file (.toml/.yaml/.json) or preset name (general, biomedical, finance, "
+                                    "geography; default general)")
+    b.add_argument("--extractor", choices=extractor_names(), default="gliner",
+                   help="entity/relation extractor")
     b.add_argument("--spacy-model", help="installed spaCy pipeline or path (default en_core_web_sm)")
-    b.add_argument("--gliner-model", help="GLiNER model folder name under models/ or a path")
-    b.add_argument("--glirel-model", help="GLiREL model folder name under models/ or a path")
-    b.add_argument("--embedder", help="sentence-transformers model name under models/ or a path")
-    b.add_argument("--llm", help="GGUF file name under models/ or a path")
+    b.add_argument("--gliner-model", help="GLiNER model folder name under models/ or a path (default gliner_mediumv2.1)")
+    b.add_argument("--glirel-model", help="GLiREL model folder name under models/ or a path (default glirel-large-v0)")
+    b.add_argument("--embedder", help="sentence-transformers model name under models/ or a path (default all-MiniLM-L6-v2)")
+    b.add_argument("--llm", help="GGUF file name under models/ or a path, for community reports "
+                                 "(default Llama-3.2-3B-Instruct-Q4_K_M.gguf)")
     b.add_argument("--chat-format", help="llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
-    b.add_argument("--n-ctx", type=int, help="LLM context window in tokens")
+    b.add_argument("--n-ctx", type=_int_at_least(256), help="LLM context window in tokens (default 4096)")
     b.add_argument("--no-reports", action="store_true", help="skip community reports (no LLM needed)")
-    b.add_argument("--report-max-tokens", type=int, help="output budget per community report (default 800)")
-    b.add_argument("--report-context-tokens", type=int, help="context budget per community report (default: what n_ctx leaves)")
-    b.add_argument("--entity-threshold", type=float)
-    b.add_argument("--relation-threshold", type=float)
-    b.add_argument("--max-tokens", type=int, help="chunk size in word tokens")
-    b.add_argument("--overlap", type=int, help="chunk overlap in word tokens")
-    b.add_argument("--max-cluster-size", type=int)
-    b.add_argument("--device", help="torch device (default: cuda, mps, else cpu)")
+    b.add_argument("--report-max-tokens", type=_int_at_least(1), help="output budget per community report (default 800)")
+    b.add_argument("--report-context-tokens", type=_int_at_least(1),
+                   help="context budget per community report (default: what --n-ctx leaves)")
+    b.add_argument("--entity-threshold", type=_fraction, help="minimum entity score, in [0, 1] (default 0.5)")
+    b.add_argument("--relation-threshold", type=_fraction, help="minimum relation score, in [0, 1] (default 0.5)")
+    b.add_argument("--max-tokens", type=_int_at_least(8), help="chunk size in word tokens (default 256)")
+    b.add_argument("--overlap", type=_int_at_least(0),
+                   help="chunk overlap in word tokens, less than --max-tokens (default 32)")
+    b.add_argument("--max-cluster-size", type=_int_at_least(1),
+                   help="largest community before Leiden splits it into the next level (default 10)")
+    b.add_argument("--device", help="torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)")
     b.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
 
-    i = sub.add_parser("info", help="describe a built index")
-    i.add_argument("index")
-    i.add_argument("--top", type=int, default=5, help="how many top-rated reports to list")
-    i.add_argument("--json", action="store_true")
+    i = sub.add_parser("info", help="describe a built index", **kw)
+    i.add_argument("index", help="an index folder written by build")
+    i.add_argument("--top", type=_int_at_least(0), default=5, help="how many top-rated reports to list")
+    i.add_argument("--json", action="store_true", help="print as JSON")
 
-    q = sub.add_parser("query", help="ask a question of an index")
-    q.add_argument("mode", choices=["local", "global", "naive"])
-    q.add_argument("question")
-    q.add_argument("--index", required=True)
-    q.add_argument("--level", type=int, help="community level for global search")
+    q = sub.add_parser("query", help="ask a question of an index", **kw)
+    q.add_argument("mode", choices=["local", "global", "naive"], help="search mode")
+    q.add_argument("question", help="the question, in quotes")
+    q.add_argument("--index", required=True, help="an index folder written by build")
+    q.add_argument("--level", type=_int_at_least(0), help="community level for global search (default: chosen by size)")
     q.add_argument("--show-context", action="store_true", help="print the context the model saw")
     q.add_argument("--only-context", action="store_true", help="build the context without calling the LLM")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--stream", action="store_true",
+                   help="print the answer as it is generated (raw: citations are checked only at the end)")
+    q.add_argument("--json", action="store_true", help="print the whole result as JSON")
     q.add_argument("--llm", help="GGUF file name under models/ or a path (default: the one the index was built with)")
-    q.add_argument("--chat-format")
-    q.add_argument("--models-dir")
+    q.add_argument("--chat-format", help="llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
+    q.add_argument("--n-ctx", type=_int_at_least(256), help="LLM context window in tokens (default: the build's)")
+    q.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
 
-    m = sub.add_parser("models", help="list or download the default models")
-    msub = m.add_subparsers(dest="models_command", required=True)
-    d = msub.add_parser("download", help="download the default models (needs network access)")
-    d.add_argument("--only", nargs="+", help="model names to fetch")
-    d.add_argument("--models-dir")
-    ls = msub.add_parser("list", help="show where each default model is expected and whether it is there")
-    ls.add_argument("--models-dir")
+    m = sub.add_parser("models", help="list or download the default models", **kw)
+    msub = m.add_subparsers(dest="models_command", required=True, metavar="ACTION")
+    d = msub.add_parser("download", help="download the default models (needs network access)", **kw)
+    d.add_argument("--only", nargs="+", help="model names to fetch (default: all)")
+    d.add_argument("--models-dir", help="where to put them (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    ls = msub.add_parser("list", help="show where each default model is expected and whether it is there", **kw)
+    ls.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     return p
 
 
@@ -85,14 +136,20 @@ def _build(args) -> int:
             "device": args.device,
         }.items() if v is not None},
     )
-    ch = replace(cfg.chunking, **{k: v for k, v in {"max_tokens": args.max_tokens, "overlap_tokens": args.overlap}.items() if v is not None})
+    ch = cfg.chunking
+    max_tokens = ch.max_tokens if args.max_tokens is None else args.max_tokens
+    overlap = ch.overlap_tokens if args.overlap is None else args.overlap
+    if overlap >= max_tokens:
+        given = "" if args.overlap is not None else f" (the default; pass --overlap N with N < {max_tokens})"
+        raise ConfigError(f"--overlap {overlap}{given} must be less than --max-tokens {max_tokens}")
+    ch = replace(ch, max_tokens=max_tokens, overlap_tokens=overlap)
     llm = replace(cfg.llm, **{k: v for k, v in {"model": args.llm, "chat_format": args.chat_format, "n_ctx": args.n_ctx,
                                         "max_report_tokens": args.report_max_tokens,
                                         "report_context_tokens": args.report_context_tokens}.items() if v is not None})
-    com = replace(cfg.communities, **({"max_cluster_size": args.max_cluster_size} if args.max_cluster_size else {}))
+    com = replace(cfg.communities, **({} if args.max_cluster_size is None else {"max_cluster_size": args.max_cluster_size}))
     cfg = replace(cfg, extraction=ex, chunking=ch, llm=llm, communities=com, reports=not args.no_reports,
                   models_dir=args.models_dir, **({"embedder_model": args.embedder} if args.embedder else {}))
-    result = build_index(args.inputs, args.out, schema=args.schema, config=cfg, progress=True)
+    result = build_index(args.inputs, args.out, schema=args.schema, config=cfg, progress=True, force=args.force)
     if args.json:
         print(json.dumps(result.summary.to_dict(), indent=2))
     else:
@@ -125,6 +182,9 @@ def index_info(path: str | Path, top: int = 5) -> dict:
         "entities_per_type": dict(Counter(d.get("type") for _, d in graph.nodes(data=True))),
         "relations_per_label": dict(Counter(k for _, _, k in graph.edges(keys=True))),
         "merged_aliases": len(graph.graph.get("merges", [])),
+        # reports built from the data because the model's output was unusable
+        "fallback_reports": sum(1 for r in reports if getattr(r, "fallback", False)),
+        "skipped_files": list((m.get("summary") or {}).get("skipped_files", [])),
         "levels": [
             {"level": lvl, "communities": len(sizes), "min_size": min(sizes), "max_size": max(sizes),
              "mean_size": round(sum(sizes) / len(sizes), 2)}
@@ -153,6 +213,9 @@ def _info(args) -> int:
         print(f"  entity {t}: {n}")
     for t, n in sorted(info["relations_per_label"].items(), key=lambda x: -x[1]):
         print(f"  relation {t}: {n}")
+    if info["fallback_reports"]:
+        print(f"reports: {c.get('reports')}, of which {info['fallback_reports']} fallback (the model's output was "
+              "unusable: they list the community's data)")
     for lvl in info["levels"]:
         print(f"level C{lvl['level']}: {lvl['communities']} communities, size {lvl['min_size']}-{lvl['max_size']} "
               f"(mean {lvl['mean_size']})")
@@ -165,15 +228,22 @@ def _query(args) -> int:
     from .config import LLMConfig
     from .errors import InputError
     from .search.engine import QueryEngine
+    from .store import IndexStore
 
     if args.level is not None and args.mode != "global":
         raise InputError("--level is only for global search")
     llm = None
-    if args.llm or args.chat_format:
-        llm = LLMConfig(**{k: v for k, v in {"model": args.llm, "chat_format": args.chat_format}.items() if v})
+    overrides = {k: v for k, v in {"model": args.llm, "chat_format": args.chat_format, "n_ctx": args.n_ctx}.items()
+                 if v is not None}
+    if overrides:  # the build's LLM settings, with what was given here
+        store = IndexStore.open(args.index)
+        built = (store.manifest.get("config") or {}).get("llm") or {}
+        store.close()
+        known = {f.name for f in fields(LLMConfig)}
+        llm = replace(LLMConfig(**{k: v for k, v in built.items() if k in known}), **overrides)
     qe = QueryEngine(args.index, llm=llm, models_dir=args.models_dir)
     kwargs = {"level": args.level} if args.mode == "global" else {}
-    stream = not args.json and not args.only_context
+    stream = args.stream and not args.json and not args.only_context
     result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
     if args.show_context or args.only_context:
         print("----- context -----")
@@ -183,13 +253,19 @@ def _query(args) -> int:
         print("----- answer -----")
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        for piece in result:  # the answer, streamed as the model writes it
+    elif stream:
+        for piece in result:  # the answer as the model writes it
             print(piece, end="", flush=True)
         print()
         result = result.result
+    else:
+        print(result.answer)  # citations checked: ids that are not in the context were removed
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
+    if result.invalid_citations and not args.json:
+        removed = "; ".join(f"{kind.capitalize()} ({', '.join(map(str, ids))})"
+                            for kind, ids in result.invalid_citations.items())
+        print(f"note: removed citations of ids that are not in the context: {removed}", file=sys.stderr)
     return 0
 
 
@@ -215,7 +291,7 @@ def _models(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
@@ -223,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     except TinyGraphRAGError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`info --json | head`): stop quietly, and keep Python from
+        # complaining again while it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print("interrupted: nothing was published; rerun the same command to resume from the cache", file=sys.stderr)
         return 130

@@ -105,8 +105,6 @@ def _inner_edges(graph: nx.MultiDiGraph, nodes: Sequence[str]) -> tuple[tuple[st
 def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig | None = None) -> list[Community]:
     """Communities of every level, level 0 first; each level is a partition of all nodes."""
     config = config or CommunityConfig()
-    if config.max_cluster_size < 1:
-        raise ValueError(f"communities max_cluster_size must be at least 1, got {config.max_cluster_size}")
     if graph.number_of_nodes() == 0:
         return []
 

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import ConfigError
+
+
+def check_range(name: str, value: float, low: float | None = None, high: float | None = None) -> None:
+    """Refuse a setting outside [low, high], naming it and the range (never replaced by a default)."""
+    if (low is not None and value < low) or (high is not None and value > high):
+        allowed = f"[{low}, {high}]" if low is not None and high is not None else (
+            f">= {low}" if low is not None else f"<= {high}")
+        raise ConfigError(f"{name} must be {allowed}, got {value}")
+
 
 @dataclass(frozen=True)
 class ChunkingConfig:
@@ -14,10 +24,9 @@ class ChunkingConfig:
     overlap_tokens: int = 32  # whole sentences, up to this many tokens, repeated between chunks
 
     def __post_init__(self) -> None:
-        if self.max_tokens < 8:
-            raise ValueError(f"chunking max_tokens must be at least 8, got {self.max_tokens}")
+        check_range("chunking max_tokens", self.max_tokens, 8)
         if not 0 <= self.overlap_tokens < self.max_tokens:
-            raise ValueError(
+            raise ConfigError(
                 f"chunking overlap_tokens must be in [0, max_tokens={self.max_tokens}), got {self.overlap_tokens}"
             )
 
@@ -37,6 +46,11 @@ class ExtractionConfig:
     half_precision: bool = True  # fp16 on CUDA only
     cooccurrence_relation: str = "related to"  # label used by the co-occurrence fallback
 
+    def __post_init__(self) -> None:
+        check_range("extraction entity_threshold", self.entity_threshold, 0.0, 1.0)
+        check_range("extraction relation_threshold", self.relation_threshold, 0.0, 1.0)
+        check_range("extraction batch_size", self.batch_size, 1)
+
 
 @dataclass(frozen=True)
 class ResolutionConfig:
@@ -44,7 +58,11 @@ class ResolutionConfig:
     # Conservative: an alias merges only inside one type and only when both a string rule and
     # (when an embedder is present) embedding similarity agree.
     embedding_threshold: float = 0.6
-    string_threshold: float = 0.9  # rapidfuzz-free ratio for near-identical spellings
+    string_threshold: float = 0.9  # difflib ratio for near-identical spellings
+
+    def __post_init__(self) -> None:
+        check_range("resolution embedding_threshold", self.embedding_threshold, 0.0, 1.0)
+        check_range("resolution string_threshold", self.string_threshold, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -52,6 +70,11 @@ class CommunityConfig:
     max_cluster_size: int = 10  # as in GraphRAG's default hierarchical Leiden
     seed: int = 0xDEADBEEF
     resolution: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_range("communities max_cluster_size", self.max_cluster_size, 1)
+        if not self.resolution > 0:
+            raise ConfigError(f"communities resolution must be > 0, got {self.resolution}")
 
 
 @dataclass(frozen=True)
@@ -66,6 +89,12 @@ class LLMConfig:
     max_report_tokens: int = 800
     # Context per report; None: what n_ctx leaves after the output. Smaller is faster on a CPU.
     report_context_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        check_range("llm n_ctx", self.n_ctx, 256)
+        check_range("llm max_report_tokens", self.max_report_tokens, 1)
+        if self.report_context_tokens is not None:
+            check_range("llm report_context_tokens", self.report_context_tokens, 1)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,14 @@ class InputError(TinyGraphRAGError, ValueError):
     """A document or argument cannot be used (empty, binary, undecodable, unsupported)."""
 
 
+class OutputError(TinyGraphRAGError, ValueError):
+    """An output path cannot be used without risking what is there (not an index, overlaps an input)."""
+
+
+class ConfigError(TinyGraphRAGError, ValueError):
+    """A setting is out of its allowed range; the message names the setting and the range."""
+
+
 class SchemaError(TinyGraphRAGError, ValueError):
     """An entity/relation schema is invalid."""
 
@@ -29,6 +37,13 @@ class IndexFormatError(TinyGraphRAGError, RuntimeError):
 
 class MissingDependencyError(TinyGraphRAGError, ImportError):
     """An optional dependency is not installed; the message says which extra to install."""
+
+
+def listing(items, limit: int = 10) -> str:
+    """A list for a message, cut after `limit` items so a huge input never makes a huge line."""
+    items = [str(x) for x in items]
+    shown = ", ".join(repr(x) if len(x) <= 80 else repr(x[:77] + "...") for x in items[:limit])
+    return f"[{shown}{f', ... ({len(items)} in all)' if len(items) > limit else ''}]"
 
 
 def require(module: str, extra: str, purpose: str):

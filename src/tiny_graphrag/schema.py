@@ -10,19 +10,26 @@ A schema file (TOML, YAML or JSON) looks like::
 
     [relation_types."located in"]          # no constraint lists: any entity types allowed
 
-`relation_types` may also be a plain list of labels.
+`relation_types` may also be a plain list of labels. For the spaCy extractor, a table maps
+spaCy's NER labels to the schema's entity types (labels not listed are dropped)::
+
+    [spacy_labels]
+    PERSON = "Person"
+    ORG = "Organization"
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import SchemaError
+from .errors import SchemaError, listing
 
-_TOP_KEYS = {"entity_types", "relation_types", "name", "description"}
+_TOP_KEYS = {"entity_types", "relation_types", "name", "description", "spacy_labels"}
+SCHEMA_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 _RELATION_KEYS = {"allowed_head", "allowed_tail", "description"}
 
 
@@ -45,6 +52,8 @@ class Schema:
     entity_types: tuple[str, ...]
     relation_types: tuple[RelationType, ...] = ()
     name: str = "custom"
+    # spaCy NER label -> entity type, for the spaCy extractor; None: its built-in mapping.
+    spacy_labels: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -72,7 +81,7 @@ class Schema:
         unknown = set(data) - _TOP_KEYS
         if unknown:
             raise SchemaError(
-                f"{origin}: unknown key(s) {sorted(unknown)}; allowed keys are {sorted(_TOP_KEYS)}"
+                f"{origin}: unknown key(s) {listing(sorted(unknown))}; allowed keys are {sorted(_TOP_KEYS)}"
             )
         if "entity_types" not in data:
             raise SchemaError(f"{origin}: 'entity_types' is missing: list the entity labels to extract")
@@ -105,10 +114,17 @@ class Schema:
             relations = [RelationType(_label(x, origin, "relation label")) for x in rels_raw]
         else:
             raise SchemaError(f"{origin}: 'relation_types' must be a list of labels or a mapping")
+        spacy_labels = data.get("spacy_labels")
+        if spacy_labels is not None:
+            if not isinstance(spacy_labels, Mapping):
+                raise SchemaError(f"{origin}: 'spacy_labels' must map spaCy labels to entity types, e.g. PERSON = \"Person\"")
+            spacy_labels = {_label(k, origin, "spaCy label"): _label(v, origin, "spaCy label's entity type")
+                            for k, v in spacy_labels.items()}
         return cls(
             entity_types=tuple(_label(x, origin, "entity type") for x in ents),
             relation_types=tuple(relations),
             name=str(data.get("name", "custom")),
+            spacy_labels=spacy_labels,
         )
 
     @classmethod
@@ -116,10 +132,11 @@ class Schema:
         """Load a schema from a .toml, .yaml/.yml or .json file."""
         path = Path(path)
         if not path.is_file():
-            raise SchemaError(f"schema file {path} does not exist")
+            raise SchemaError(f"schema file {path} does not exist" + (" (it is a folder)" if path.is_dir() else "")
+                              + f"; pass a .toml/.yaml/.json file or a preset: {', '.join(PRESETS)}")
         suffix = path.suffix.lower()
         try:
-            raw = path.read_text(encoding="utf-8-sig")
+            raw = path.read_bytes().decode("utf-8-sig")
             if suffix == ".toml":
                 import tomllib
 
@@ -134,14 +151,20 @@ class Schema:
                 raise SchemaError(f"schema file {path}: unsupported extension '{suffix}'; use .toml, .yaml or .json")
         except SchemaError:
             raise
+        except UnicodeDecodeError as exc:
+            raise SchemaError(f"schema file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from exc
         except Exception as exc:  # parse errors of the three formats
-            raise SchemaError(f"schema file {path} could not be parsed: {exc}") from exc
+            raise SchemaError(f"schema file {path} could not be parsed: {str(exc)[:500]}") from exc
         return cls.from_dict(data or {}, origin=str(path))
 
     @classmethod
     def preset(cls, name: str) -> "Schema":
         if name not in PRESETS:
-            raise SchemaError(f"unknown schema preset '{name}'; available: {sorted(PRESETS)}")
+            close = difflib.get_close_matches(name, PRESETS, n=1)
+            raise SchemaError(
+                f"unknown schema preset '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f"; presets: {', '.join(PRESETS)}, or a schema file (.toml/.yaml/.json)"
+            )
         return cls.from_dict(PRESETS[name], origin=f"preset '{name}'")
 
     @classmethod
@@ -153,12 +176,14 @@ class Schema:
             return spec
         if isinstance(spec, Mapping):
             return cls.from_dict(spec)
-        if isinstance(spec, str) and spec in PRESETS:
-            return cls.preset(spec)
+        if isinstance(spec, str) and (spec in PRESETS or (not Path(spec).suffix and not Path(spec).exists())):
+            return cls.preset(spec)  # a name without a file suffix that is no file: a preset (or a typo of one)
         return cls.from_file(spec)
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {"spacy_labels": dict(self.spacy_labels)} if self.spacy_labels else {}
         return {
+            **extra,
             "name": self.name,
             "entity_types": list(self.entity_types),
             "relation_types": {
@@ -170,7 +195,7 @@ class Schema:
 
 def _label(value: Any, origin: str, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise SchemaError(f"{origin}: every {what} must be a non-empty string, got {value!r}")
+        raise SchemaError(f"{origin}: every {what} must be a non-empty string, got {str(repr(value))[:100]}")
     return value.strip()
 
 
@@ -189,7 +214,7 @@ def _validate(schema: Schema) -> None:
             if not label or not label.strip():
                 raise SchemaError(f"empty {kind} in schema '{schema.name}'")
             if label.lower() in seen:
-                raise SchemaError(f"duplicate {kind} '{label}' in schema '{schema.name}'")
+                raise SchemaError(f"duplicate {kind} '{label[:100]}' in schema '{schema.name}' (case is ignored)")
             seen.add(label.lower())
     declared = set(schema.entity_types)
     for rel in schema.relation_types:
@@ -197,9 +222,15 @@ def _validate(schema: Schema) -> None:
             missing = [t for t in types if t not in declared]
             if missing:
                 raise SchemaError(
-                    f"relation '{rel.label}': {side} names {missing}, which are not declared entity types "
-                    f"{list(schema.entity_types)}; declare them in entity_types or fix the spelling"
+                    f"relation '{rel.label[:100]}': {side} names {listing(missing)}, which are not declared entity "
+                    f"types {listing(schema.entity_types)}; declare them in entity_types or fix the spelling"
                 )
+    for label, etype in (schema.spacy_labels or {}).items():
+        if etype not in declared:
+            raise SchemaError(
+                f"spacy_labels maps {label} to '{etype[:100]}', which is not a declared entity type "
+                f"{listing(schema.entity_types)}; declare it in entity_types or fix the spelling"
+            )
 
 
 # Presets. "general" follows Tiny GraphRAG's default entity types.

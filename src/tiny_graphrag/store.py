@@ -13,13 +13,11 @@ interrupted build never leaves something that loads as if complete.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import logging
 import os
 import re
-import shutil
 import sqlite3
 from dataclasses import asdict
 from pathlib import Path
@@ -27,13 +25,13 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .errors import IndexFormatError, TinyGraphRAGError
+from .errors import IndexFormatError
+from .placement import INDEX_FILES, MANIFEST, STAGING_MARKER
 from .records import Chunk, Community, Document, Finding, Report
 
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
 GRAPH = "graph.pkl"
 DATABASE = "index.sqlite"
 VECTORS = "vectors"
@@ -68,9 +66,8 @@ def sha256_file(path: Path) -> str:
 class IndexStore:
     """Read (and, while building, write) access to one index directory."""
 
-    def __init__(self, path: str | os.PathLike, *, _writable: bool = False):
+    def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.writable = _writable
         self._manifest: dict[str, Any] | None = None
         self._db = sqlite3.connect(self.path / DATABASE, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
@@ -83,7 +80,7 @@ class IndexStore:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         (path / VECTORS).mkdir(exist_ok=True)
-        store = cls(path, _writable=True)
+        store = cls(path)
         store._db.executescript(_SCHEMA_SQL)
         return store
 
@@ -93,17 +90,25 @@ class IndexStore:
         path = Path(path)
         if not path.is_dir():
             raise IndexFormatError(
-                f"no index at {path}: build one with `tiny-graphrag build FILE... --out {path}`"
+                f"no index at {path}" + (" (it is a file)" if path.exists() else "")
+                + ": give the folder a build wrote, or build one with `tiny-graphrag build FILE... --out DIR`"
             )
         manifest_path = path / MANIFEST
         if not manifest_path.is_file():
+            names = {p.name for p in path.iterdir()}
+            if names and names <= INDEX_FILES:
+                raise IndexFormatError(
+                    f"{path} is an unfinished index (no {MANIFEST}): its build did not finish. Rerun the "
+                    f"build with `--out {path} --force`"
+                )
             raise IndexFormatError(
-                f"{path} is not a complete index (no {MANIFEST}): its build did not finish. "
-                f"Rerun `tiny-graphrag build ... --out {path}`"
+                f"{path} is not a tiny-graphrag index (no {MANIFEST}): give the folder a build wrote with --out"
             )
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            if not isinstance(manifest, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
             raise IndexFormatError(f"{manifest_path} is corrupt ({exc}); rebuild the index") from exc
         version = manifest.get("format_version")
         if version != FORMAT_VERSION:
@@ -112,9 +117,16 @@ class IndexStore:
                 f"{FORMAT_VERSION}: rebuild it with `tiny-graphrag build` (or use the library version "
                 f"{manifest.get('library_version', '?')} that built it)"
             )
-        for name in manifest.get("files", {}):
+        files = manifest.get("files", {})
+        for name in files:
             if not (path / name).is_file():
                 raise IndexFormatError(f"index {path} is incomplete: {name} is missing; rebuild the index")
+        # The database is read on every query: check it now (the graph is checked when first loaded).
+        if DATABASE not in files or sha256_file(path / DATABASE) != files[DATABASE]:
+            raise IndexFormatError(
+                f"{path / DATABASE} does not match the hash in {MANIFEST}: it was modified or damaged after "
+                "the build. Rebuild the index with `tiny-graphrag build`"
+            )
         store = cls(path)
         store._manifest = manifest
         return store
@@ -289,7 +301,8 @@ class IndexStore:
         self._db.commit()
         files = {}
         for p in sorted(self.path.rglob("*")):
-            if p.is_file() and p.name != MANIFEST and not p.name.endswith(("-wal", "-shm", "-journal")):
+            if (p.is_file() and p.name not in (MANIFEST, STAGING_MARKER)
+                    and not p.name.endswith(("-wal", "-shm", "-journal"))):
                 files[str(p.relative_to(self.path))] = sha256_file(p)
         manifest = {"format_version": FORMAT_VERSION, **manifest, "files": files}
         tmp = self.path / (MANIFEST + ".tmp")
@@ -301,43 +314,3 @@ class IndexStore:
 def load_index(path: str | os.PathLike) -> IndexStore:
     """Open a built index directory (see IndexStore.open)."""
     return IndexStore.open(path)
-
-
-def staging_dir(out_dir: Path) -> Path:
-    """A fresh temporary directory beside out_dir (same filesystem, so the final move is atomic)."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.building-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    return tmp
-
-
-def clean_stale_staging(out_dir: Path) -> None:
-    """Remove temporary directories left by builds that were killed."""
-    for p in out_dir.parent.glob(f".{out_dir.name}.building-*"):
-        try:
-            pid = int(p.name.rsplit("-", 1)[1])
-            os.kill(pid, 0)  # still running: leave it alone
-        except (ValueError, ProcessLookupError):
-            shutil.rmtree(p, ignore_errors=True)
-        except PermissionError:
-            pass
-
-
-def publish(tmp_dir: Path, out_dir: Path) -> None:
-    """Move a finished build into place, replacing an older index only once the new one is whole."""
-    old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
-    if out_dir.exists():
-        os.replace(out_dir, old)
-    os.replace(tmp_dir, out_dir)
-    if old.exists():
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def disk_full_error(exc: OSError, where: Path) -> TinyGraphRAGError | None:
-    if exc.errno == errno.ENOSPC:
-        return TinyGraphRAGError(
-            f"the disk is full while writing the index under {where}: free some space and rerun the "
-            "build (nothing was published; finished model calls are cached and will not be redone)"
-        )
-    return None

@@ -58,6 +58,11 @@ def available_extractors() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def extractor_names() -> list[str]:
+    """Registered extractor names, built-ins first (the CLI's --extractor choices)."""
+    return list(_REGISTRY)
+
+
 def make_extractor(
     schema: Schema, config: "ExtractionConfig", models_dir: "str | os.PathLike[str] | None" = None
 ) -> Extractor:

@@ -1,0 +1,148 @@
+"""Where an index may be written, and putting a finished one in place without harming anything else.
+
+The one rule: nothing outside an index is ever removed or overwritten. A build may publish over
+an existing path only if that path is an index (it has our manifest) or an empty folder; with
+`force`, also over an unfinished index (only index files in it, no manifest). Anything else is
+refused before any work starts, and checked again at the moment of publishing. The inputs and
+the output may not overlap, so a build can never replace the documents it reads.
+
+A build writes into a staging folder beside the output (same filesystem, so the final move is an
+atomic rename). Staging folders carry a marker file, and only folders with that marker are ever
+cleaned up.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+from .errors import OutputError, TinyGraphRAGError
+
+MANIFEST = "manifest.json"
+# What a build writes (store.py's layout); an unfinished index holds only these.
+INDEX_FILES = {MANIFEST, "graph.pkl", "index.sqlite", "index.sqlite-journal", "vectors", "manifest.json.tmp"}
+STAGING_MARKER = ".tiny-graphrag-staging"
+
+
+def is_index(path: Path) -> bool:
+    """A finished index: a folder holding our manifest."""
+    return path.is_dir() and (path / MANIFEST).is_file()
+
+
+def _is_unfinished_index(path: Path) -> bool:
+    names = {p.name for p in path.iterdir()}
+    return bool(names) and names <= INDEX_FILES
+
+
+def _real(path: Path) -> Path:
+    # os.path.realpath, unlike Path.resolve on Python 3.11, never raises on a link loop
+    return Path(os.path.realpath(path))
+
+
+def _inside(a: Path, b: Path) -> bool:
+    """a is b or lies inside b (both resolved)."""
+    return a == b or b in a.parents
+
+
+def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = False) -> Path:
+    """The resolved output folder, or OutputError if writing it could cost the user anything."""
+    out = Path(os.path.abspath(out_dir))  # not resolve(): a link named as --out is the user's choice
+    real = _real(out)
+    cwd = _real(Path.cwd())
+    if _inside(cwd, real):
+        raise OutputError(
+            f"--out {out_dir} is the current directory or one of its parents: an index needs a folder of "
+            "its own, e.g. --out graphs/NAME"
+        )
+    if real.exists() or out.is_symlink():
+        if not real.is_dir():
+            raise OutputError(
+                f"--out {out_dir} is an existing file, not an index folder: choose a new folder, e.g. "
+                f"--out graphs/{out.stem or 'NAME'}"
+            )
+        if not is_index(real) and any(real.iterdir()):
+            if not (force and _is_unfinished_index(real)):
+                hint = (" (it looks like an unfinished index: add --force to replace it)"
+                        if _is_unfinished_index(real) else "")
+                raise OutputError(
+                    f"--out {out_dir} is a folder that is not a tiny-graphrag index and is not empty{hint}; "
+                    "nothing was changed. A build replaces only an existing index: choose a new or empty "
+                    "folder, e.g. --out graphs/NAME"
+                )
+    for item in inputs:
+        src = _real(Path(item))
+        if _inside(real, src):
+            raise OutputError(
+                f"--out {out_dir} lies inside the input {item}: the index would be read as input and could "
+                "replace your documents. Choose an output outside the inputs, e.g. --out graphs/NAME"
+            )
+        if _inside(src, real):
+            raise OutputError(
+                f"the input {item} lies inside --out {out_dir}, which the build replaces: move the documents "
+                "out of it or choose another --out"
+            )
+    return out
+
+
+def staging_dir(out_dir: Path) -> Path:
+    """A fresh staging folder beside out_dir, marked as ours."""
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out_dir.parent / f".{out_dir.name}.building-{os.getpid()}"
+        if tmp.exists():
+            if not (tmp / STAGING_MARKER).is_file():
+                raise OutputError(f"{tmp} exists and is not a tiny-graphrag staging folder: move it away and rerun")
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        (tmp / STAGING_MARKER).write_text("a tiny-graphrag build in progress; removed when it ends\n")
+    except PermissionError as exc:
+        raise OutputError(
+            f"cannot write beside --out {out_dir} ({exc.strerror}: {exc.filename}): choose a folder you can "
+            "write to, e.g. --out ~/graphs/NAME"
+        ) from exc
+    return tmp
+
+
+def clean_stale_staging(out_dir: Path) -> None:
+    """Remove staging folders left by builds that were killed (ours only: they carry the marker)."""
+    for p in out_dir.parent.glob(f".{out_dir.name}.building-*"):
+        if not (p / STAGING_MARKER).is_file():
+            continue
+        try:
+            pid = int(p.name.rsplit("-", 1)[1])
+            os.kill(pid, 0)  # still running: leave it alone
+        except (ValueError, ProcessLookupError):
+            shutil.rmtree(p, ignore_errors=True)
+        except PermissionError:
+            pass
+
+
+def publish(tmp_dir: Path, out_dir: Path, *, force: bool = False) -> None:
+    """Move a finished build into place, replacing an older index only once the new one is whole."""
+    check_output(out_dir, force=force)  # again: the path may have changed while the build ran
+    (tmp_dir / STAGING_MARKER).unlink(missing_ok=True)
+    old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
+    if out_dir.is_symlink():
+        out_dir = _real(out_dir)
+    if out_dir.exists():
+        os.replace(out_dir, old)
+    os.replace(tmp_dir, out_dir)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def disk_full_error(exc: OSError, where: Path) -> TinyGraphRAGError | None:
+    if exc.errno == errno.ENOSPC:
+        return TinyGraphRAGError(
+            f"the disk is full while writing the index under {where}: free some space and rerun the "
+            "build (nothing was published; finished model calls are cached and will not be redone)"
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return OutputError(
+            f"cannot write the index under {where} ({exc.strerror}: {exc.filename}): choose a folder you can "
+            "write to with --out"
+        )
+    return None

@@ -1,0 +1,205 @@
+"""Bad input gets a clear error naming the problem and a fix the user can apply where they are.
+
+Command-line cases run `tiny_graphrag.cli.main` in-process; the messages must name CLI flags,
+never a Python dataclass field, and no traceback may reach the user.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tiny_graphrag.cli import _build_parser, main
+from tiny_graphrag.documents import is_path_string, load_documents, read_document
+from tiny_graphrag.errors import InputError, SchemaError
+from tiny_graphrag.schema import Schema
+from tiny_graphrag.store import DATABASE, IndexStore
+
+TEXT = "Barack Obama was born in Honolulu. Obama studied at Harvard Law School in Cambridge.\n"
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text(TEXT, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    """A small spaCy index without reports."""
+    work = tmp_path_factory.mktemp("bad_input")
+    (work / "a.txt").write_text(TEXT * 3, encoding="utf-8")
+    assert main(["build", str(work / "a.txt"), "--out", str(work / "idx"), "--extractor", "spacy", "--no-reports"]) == 0
+    return work / "idx"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-tokens", "0"], "--max-tokens: must be at least 8"),
+    (["--max-tokens", "abc"], "--max-tokens: expected a whole number"),
+    (["--overlap", "300", "--max-tokens", "256"], "--overlap 300 must be less than --max-tokens 256"),
+    (["--max-tokens", "16"], "pass --overlap N with N < 16"),
+    (["--overlap", "-1"], "--overlap: must be at least 0"),
+    (["--max-cluster-size", "0"], "--max-cluster-size: must be at least 1"),
+    (["--max-cluster-size", "-3"], "--max-cluster-size: must be at least 1"),
+    (["--entity-threshold", "1.5"], "--entity-threshold: must be in [0, 1]"),
+    (["--relation-threshold", "-0.1"], "--relation-threshold: must be in [0, 1]"),
+    (["--n-ctx", "10"], "--n-ctx: must be at least 256"),
+    (["--extractor", "glinr"], "invalid choice: 'glinr'"),
+    (["--schema", "genral"], "did you mean 'general'"),
+    (["--schema", "missing.toml"], "schema file missing.toml does not exist"),
+])
+def test_invalid_build_settings_name_the_flag_and_range(work, capsys, args, message):
+    try:
+        code = main(["build", "a.txt", "--out", "graphs/x", "--extractor", "spacy", "--no-reports", *args])
+    except SystemExit as exc:  # argparse's own errors exit 2 with a usage line
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert message in err and "Traceback" not in err and "Config(" not in err
+    assert not (work / "graphs" / "x").exists()
+
+
+def test_help_shows_defaults_and_every_option_has_help(capsys):
+    import argparse
+
+    todo = [_build_parser()]
+    while todo:
+        p = todo.pop()
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += list(action.choices.values())
+            elif action.dest != "help":
+                assert action.help, f"{p.prog}: {action.option_strings or action.dest} has no help"
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # help is wrapped
+    assert "an existing index" in out and "nothing else is ever replaced" in out and "(default: gliner)" in out
+    with pytest.raises(SystemExit):
+        main(["info", "--help"])
+    assert "(default: 5)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["-v", "info", "x"], ["info", "x", "-v"], ["info", "-v", "x"]])
+def test_verbose_before_or_after_the_subcommand(argv):
+    assert _build_parser().parse_args(argv).verbose is True
+    assert getattr(_build_parser().parse_args(["info", "x"]), "verbose", False) is False
+
+
+def test_info_into_a_closed_pipe_is_quiet(index):
+    proc = subprocess.run(
+        f"{sys.executable} -m tiny_graphrag.cli info {index} --json | head -c 10 > /dev/null",
+        shell=True, capture_output=True, text=True, timeout=300,
+    )
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_query_options_exist_for_what_messages_ask(index, capsys):
+    args = _build_parser().parse_args(["query", "local", "q", "--index", str(index), "--n-ctx", "2048"])
+    assert args.n_ctx == 2048
+    assert main(["query", "local", "Barack Obama", "--index", str(index), "--only-context"]) == 0
+    assert "Obama" in capsys.readouterr().out
+
+
+def test_corrupt_database_is_refused_on_open(tmp_path, index):
+    import shutil
+
+    copy = tmp_path / "idx"
+    shutil.copytree(index, copy)
+    with open(copy / DATABASE, "r+b") as fh:
+        fh.seek(200)
+        fh.write(b"\xde\xad\xbe\xef")
+    with pytest.raises(Exception, match="does not match the hash"):
+        IndexStore.open(copy)
+    assert main(["info", str(copy)]) == 2
+
+
+def test_not_an_index_says_so_without_advising_a_build_into_it(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("x")
+    assert main(["info", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not a tiny-graphrag index" in err and "Rerun" not in err
+
+
+# ---- documents -------------------------------------------------------------------------------
+def test_nul_byte_anywhere_is_binary(tmp_path):
+    p = tmp_path / "late.txt"
+    p.write_bytes(b"plain text " * 2000 + b"\x00tail")  # past the first 8 KB
+    with pytest.raises(InputError, match="binary"):
+        read_document(p)
+
+
+@pytest.mark.parametrize("codec, bom", [("utf-16-le", codecs.BOM_UTF16_LE), ("utf-16-be", codecs.BOM_UTF16_BE),
+                                        ("utf-32-le", codecs.BOM_UTF32_LE), ("utf-32-be", codecs.BOM_UTF32_BE)])
+def test_utf16_and_utf32_with_a_bom_are_decoded(tmp_path, codec, bom):
+    p = tmp_path / "wide.txt"
+    text = "Héllo wörld, 北京.\r\nSecond line."
+    p.write_bytes(bom + text.encode(codec))
+    assert read_document(p).text == text
+
+
+def test_utf16_that_does_not_decode_is_named(tmp_path):
+    p = tmp_path / "odd.txt"
+    p.write_bytes(codecs.BOM_UTF16_LE + b"a\x00\x00\xd8")  # a lone surrogate
+    with pytest.raises(InputError, match="UTF-16"):
+        read_document(p)
+
+
+@pytest.mark.parametrize("item, is_path", [
+    ("Our notes are in README.md", False),
+    ("Barack Obama was born in Hawaii.", False),
+    ("docs/typo_dir", True),
+    ("missing.pdf", True),
+    ("notes.txt", True),
+    ("line one\nline two", False),
+    ("x" * 5000, False),
+])
+def test_the_string_rule(item, is_path):
+    assert is_path_string(item) is is_path
+
+
+def test_strings_that_look_like_paths_must_exist(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="does not exist"):
+        load_documents(["docs/typo_dir"])
+    (tmp_path / "my notes.txt").write_text("Some text here.")
+    (doc,) = load_documents(["my notes.txt"])  # exists: a path, even with a space
+    assert doc.source == "my notes.txt" and doc.text == "Some text here."
+    (doc,) = load_documents(["Our notes are in README.md"])
+    assert doc.source == "<text:0>"
+
+
+# ---- schemas ---------------------------------------------------------------------------------
+def test_huge_label_lists_give_short_messages():
+    types = [f"Type{i}" for i in range(10_000)]
+    with pytest.raises(SchemaError) as info:
+        Schema.from_dict({"entity_types": types, "relation_types": {"r": {"allowed_head": ["Nope"] * 3 + types[:5]}}})
+    assert len(str(info.value)) < 1000 and "10000 in all" in str(info.value)
+
+
+def test_preset_typo_lists_presets():
+    with pytest.raises(SchemaError, match="did you mean 'finance'.*general, biomedical, finance, geography"):
+        Schema.load("fiance")
+
+
+def test_spacy_labels_in_a_schema_file(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text('entity_types = ["Human", "Place"]\n[spacy_labels]\nPERSON = "Human"\nGPE = "Place"\n')
+    schema = Schema.load(f)
+    assert dict(schema.spacy_labels) == {"PERSON": "Human", "GPE": "Place"}
+    assert Schema.from_dict(schema.to_dict()) == schema
+    f.write_text('entity_types = ["Human"]\n[spacy_labels]\nPERSON = "Humna"\n')
+    with pytest.raises(SchemaError, match="not a declared entity type"):
+        Schema.load(f)
+
+
+def test_spacy_labels_reach_the_extractor(work, capsys):
+    (work / "s.toml").write_text('entity_types = ["Human", "Place"]\n[spacy_labels]\nPERSON = "Human"\nGPE = "Place"\n')
+    assert main(["build", "a.txt", "--out", "g", "--extractor", "spacy", "--no-reports", "--schema", "s.toml",
+                 "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert set(summary["entities_per_type"]) <= {"Human", "Place"} and summary["entities_per_type"].get("Human")
