@@ -105,13 +105,14 @@ def test_query_options_exist_for_what_messages_ask(index, capsys):
     assert "Obama" in capsys.readouterr().out
 
 
-def test_corrupt_database_is_refused_on_open(tmp_path, index):
+@pytest.mark.parametrize("name", [DATABASE, "graph.pkl", "vectors/chunks.npy", "vectors/entities.ids.json"])
+def test_damaged_index_files_are_refused_on_open(tmp_path, index, name):
     import shutil
 
     copy = tmp_path / "idx"
     shutil.copytree(index, copy)
-    with open(copy / DATABASE, "r+b") as fh:
-        fh.seek(200)
+    with open(copy / name, "r+b") as fh:
+        fh.seek(min(200, (copy / name).stat().st_size - 4))
         fh.write(b"\xde\xad\xbe\xef")
     with pytest.raises(Exception, match="does not match the hash"):
         IndexStore.open(copy)

@@ -132,7 +132,7 @@ class Schema:
         """Load a schema from a .toml, .yaml/.yml or .json file."""
         path = Path(path)
         if not path.is_file():
-            raise SchemaError(f"schema file {path} does not exist" + (" (it is a folder)" if path.is_dir() else "")
+            raise SchemaError(f"schema file {path} " + ("is a folder" if path.is_dir() else "does not exist")
                               + f"; pass a .toml/.yaml/.json file or a preset: {', '.join(PRESETS)}")
         suffix = path.suffix.lower()
         try:

@@ -118,15 +118,17 @@ class IndexStore:
                 f"{manifest.get('library_version', '?')} that built it)"
             )
         files = manifest.get("files", {})
-        for name in files:
+        if DATABASE not in files:
+            raise IndexFormatError(f"{manifest_path} lists no {DATABASE}: it is damaged; rebuild the index")
+        # Every file is checked now, so a damaged index is refused before any query reads it.
+        for name, digest in files.items():
             if not (path / name).is_file():
                 raise IndexFormatError(f"index {path} is incomplete: {name} is missing; rebuild the index")
-        # The database is read on every query: check it now (the graph is checked when first loaded).
-        if DATABASE not in files or sha256_file(path / DATABASE) != files[DATABASE]:
-            raise IndexFormatError(
-                f"{path / DATABASE} does not match the hash in {MANIFEST}: it was modified or damaged after "
-                "the build. Rebuild the index with `tiny-graphrag build`"
-            )
+            if sha256_file(path / name) != digest:
+                raise IndexFormatError(
+                    f"{path / name} does not match the hash in {MANIFEST}: it was modified or damaged after "
+                    "the build. Rebuild the index with `tiny-graphrag build`"
+                )
         store = cls(path)
         store._manifest = manifest
         return store
@@ -219,18 +221,13 @@ class IndexStore:
         self._graph = graph
 
     def graph(self):
-        """The knowledge graph, loaded once; its file must match the manifest's hash."""
+        """The knowledge graph, loaded once (its hash was checked when the index was opened)."""
         if self._graph is None:
             from .graph import load_graph
 
-            path = self.path / GRAPH
-            expected = self.manifest.get("files", {}).get(GRAPH)
-            if expected and sha256_file(path) != expected:
-                raise IndexFormatError(
-                    f"{path} does not match the hash in {MANIFEST}: it was modified after the build. "
-                    "Rebuild the index with `tiny-graphrag build`"
-                )
-            self._graph = load_graph(path)
+            if not (self.path / GRAPH).is_file():
+                raise IndexFormatError(f"index {self.path} has no {GRAPH}; rebuild the index")
+            self._graph = load_graph(self.path / GRAPH)
         return self._graph
 
     # ---- communities and reports ----------------------------------------------------------
