@@ -177,7 +177,9 @@ def test_models_load_once_per_process(tiny_models_dir, general):
     b.extract(make_chunks()[:1])
     rt = mod.runtime_for(tiny_config())
     assert mod.load_gliner(a.gliner_path, rt) is mod.load_gliner(b.gliner_path, rt)
-    keys = [k for k in mod._CACHE if k[1] == str(a.gliner_path.resolve())]
+    from tiny_graphrag import loaded
+
+    keys = [k for k in loaded._MODELS if k[0] == "gliner" and k[1][0] == str(a.gliner_path.resolve())]
     assert len(keys) == 1
 
 

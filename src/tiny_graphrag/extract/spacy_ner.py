@@ -8,14 +8,15 @@ come from GLiREL when its model is present, else from co-occurrence in a sentenc
 from __future__ import annotations
 
 import logging
-import threading
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ModelLoadError, ModelNotFoundError, SchemaError
+from ..loaded import cached_model
 from ..models import resolve_model
 from ..records import Chunk, EntityMention, Extraction, RelationMention
 from ..schema import Schema
 from .base import batched, dedupe_mentions, enforce_constraints, progress_bar
+from .gliner import GlirelRelations  # importing it loads no model (that happens on first use)
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
@@ -48,10 +49,6 @@ _SPACY_ALIASES: dict[str, tuple[str, ...]] = {"en_core_web_sm": ("en_core_web_sm
 _NEEDED = {"ner", "entity_ruler", "span_ruler", "senter", "sentencizer"}
 _EMBEDDERS = {"tok2vec", "transformer"}
 
-_NLP_CACHE: dict[str, Any] = {}
-_NLP_LOCK = threading.Lock()
-
-
 def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> dict[str, str]:
     """spaCy label -> schema type, keeping only targets the schema declares (case-insensitive)."""
     given = dict(DEFAULT_SPACY_LABEL_MAP if label_map is None else label_map)
@@ -72,10 +69,7 @@ def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> di
 
 def load_spacy(name: str) -> Any:
     """An installed spaCy pipeline (package name or path), trimmed to NER + sentences; cached."""
-    with _NLP_LOCK:
-        if name not in _NLP_CACHE:
-            _NLP_CACHE[name] = _trim(_load_pipeline(name))
-        return _NLP_CACHE[name]
+    return cached_model("spacy", name, lambda: _trim(_load_pipeline(name)))
 
 
 def _load_pipeline(name: str) -> Any:
@@ -159,8 +153,6 @@ class SpacyExtractor:
         except ModelNotFoundError:
             glirel_path = None
         if glirel_path is not None:
-            from .gliner import GlirelRelations  # the model loads on first use, not here
-
             self.glirel = GlirelRelations(schema, config, glirel_path, models_dir)
             log.info("spaCy extractor: relations from GLiREL at %s", glirel_path)
         elif schema.relation(config.cooccurrence_relation) is None:
