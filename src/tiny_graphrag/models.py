@@ -232,6 +232,13 @@ def _offline_errors(hub) -> tuple[type[BaseException], ...]:  # noqa: ANN001 - l
     return tuple(errors)
 
 
+def _root_cause(exc: BaseException) -> str:
+    """The innermost error the hub wrapped (e.g. the DNS failure), on one line."""
+    while exc.__cause__ or exc.__context__:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
 def download_models(
     names: list[str] | None = None, *, models_dir_: str | os.PathLike | None = None
 ) -> list[Path]:
@@ -254,9 +261,8 @@ def download_models(
                 path = Path(hub.snapshot_download(spec.repo, revision=spec.revision, local_dir=base / name))
         except _offline_errors(hub) as exc:
             raise DownloadError(
-                f"no network: could not reach the Hugging Face Hub to download {spec.repo} "
-                f"({type(exc).__name__}); run `tiny-graphrag models download` on a connected machine, "
-                f"then copy {base}/ here"
+                f"no network: could not reach the Hugging Face Hub to download {spec.repo} ({_root_cause(exc)}); "
+                f"run `tiny-graphrag models download` on a connected machine, then copy {base}/ here"
             ) from exc
         _record_checksums(base, [path])  # per model, so models fetched before a failure are verifiable
         out.append(path)
