@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+(?:[-_]\w+)*|\S")
 
 
-# ---- runtime and loading --------------------------------------------------------------
+# ---- runtime and loading ------------------------------------------------------------------
 @dataclass(frozen=True)
 class Runtime:
     device: str
