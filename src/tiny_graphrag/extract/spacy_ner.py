@@ -50,6 +50,7 @@ _SPACY_ALIASES: dict[str, tuple[str, ...]] = {"en_core_web_sm": ("en_core_web_sm
 _NEEDED = {"ner", "entity_ruler", "span_ruler", "senter", "sentencizer"}
 _EMBEDDERS = {"tok2vec", "transformer"}
 
+
 def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> dict[str, str]:
     """spaCy label -> schema type, keeping only targets the schema declares (case-insensitive)."""
     given = dict(DEFAULT_SPACY_LABEL_MAP if label_map is None else label_map)
