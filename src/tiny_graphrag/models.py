@@ -305,7 +305,8 @@ class ModelStatus:
 
     def __str__(self) -> str:
         where = f"{self.path} ({self.found_in})" if self.found_in else f"{self.path} (not found)"
-        row = f"{'ok     ' if self.found_in else 'missing'} {self.spec.name}: {where}; {self.spec.purpose}; from {self.spec.source}"
+        state = "ok     " if self.found_in else "missing"
+        row = f"{state} {self.spec.name}: {where}; {self.spec.purpose}; from {self.spec.source}"
         if self.bad_files:
             row += (f"; checksum mismatch or missing: {', '.join(self.bad_files)} "
                     f"(re-download it with `tiny-graphrag models download --only {self.spec.name}`)")
