@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from _tiny_models import TINY_GLINER, TINY_GLIREL, tiny_config
 
-from tiny_graphrag.errors import MissingDependencyError, ModelLoadError, ModelNotFoundError
+from tiny_graphrag.errors import InputError, MissingDependencyError, ModelLoadError, ModelNotFoundError
 from tiny_graphrag.extract.base import (
     Extractor,
     best_label_per_pair,
@@ -177,7 +178,9 @@ def test_models_load_once_per_process(tiny_models_dir, general):
     b.extract(make_chunks()[:1])
     rt = mod.runtime_for(tiny_config())
     assert mod.load_gliner(a.gliner_path, rt) is mod.load_gliner(b.gliner_path, rt)
-    keys = [k for k in mod._CACHE if k[1] == str(a.gliner_path.resolve())]
+    from tiny_graphrag import loaded
+
+    keys = [k for k in loaded._MODELS if k[0] == "gliner" and k[1][0] == str(a.gliner_path.resolve())]
     assert len(keys) == 1
 
 
@@ -270,8 +273,63 @@ def test_glirel_without_its_backbone_names_it(tiny_models_dir, tmp_path, general
     assert str(tmp_path / TINY_GLIREL) in str(err.value)
 
 
+def test_glirel_backbone_from_the_hub_cache_without_network(tiny_models_dir, tmp_path, general, no_network,
+                                                            monkeypatch):
+    from huggingface_hub import constants
+
+    # the Hugging Face cache layout: models--ORG--NAME/{refs/main, snapshots/COMMIT/...}
+    commit = "0" * 40
+    repo = tmp_path / "hub" / "models--acme--tiny-backbone"
+    shutil.copytree(tiny_models_dir / TINY_GLIREL / "backbone", repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    shutil.copytree(tiny_models_dir / TINY_GLINER, tmp_path / "models" / TINY_GLINER)
+    shutil.copytree(tiny_models_dir / TINY_GLIREL, tmp_path / "models" / TINY_GLIREL,
+                    ignore=shutil.ignore_patterns("backbone"))
+    cfg_file = tmp_path / "models" / TINY_GLIREL / "glirel_config.json"
+    cfg_file.write_text(json.dumps({**json.loads(cfg_file.read_text()), "model_name": "acme/tiny-backbone"}))
+    res = make_extractor(general, tiny_config(relation_threshold=0.0), tmp_path / "models").extract(make_chunks()[:1])
+    assert res[0].relations
+
+
+def test_loading_leaves_the_environment_alone(tiny_models_dir, tmp_path, general, no_network, monkeypatch):
+    import gliner  # noqa: F401 - imports may set variables of their own; ours is the load
+    import glirel  # noqa: F401
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # so that setting one would show
+        monkeypatch.delenv(var, raising=False)
+    for name in (TINY_GLINER, TINY_GLIREL):  # fresh paths: the per-process cache cannot answer
+        shutil.copytree(tiny_models_dir / name, tmp_path / name)
+    before = dict(os.environ)
+    res = make_extractor(general, tiny_config(relation_threshold=0.0), tmp_path).extract(make_chunks()[:1])
+    assert res[0].relations and dict(os.environ) == before
+
+
+def test_cuda_without_cuda_is_a_device_error(tiny_models_dir, general, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    ex = make_extractor(general, tiny_config(device="cuda"), tiny_models_dir)
+    with pytest.raises(InputError, match=r"CUDA was requested .* use --device cpu"):
+        ex.extract(make_chunks()[:1])
+
+
 def test_unknown_extractor_name(general):
-    with pytest.raises(ValueError, match="unknown extractor"):
+    with pytest.raises(ValueError, match="unknown extractor") as err:
+        make_extractor(general, tiny_config(extractor="nope"))
+    assert "['gliner', 'spacy']" in str(err.value) and "register_extractor" in str(err.value)
+
+
+def test_extractor_names_lists_registered_ones_after_the_built_ins(general, monkeypatch):
+    from tiny_graphrag.extract import base
+
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # undone after the test
+    assert base.extractor_names() == ["gliner", "spacy"]
+    base.register_extractor("keywords", lambda schema, config, models_dir=None: ("built", config.extractor))
+    assert base.extractor_names() == ["gliner", "spacy", "keywords"]
+    assert make_extractor(general, tiny_config(extractor="keywords")) == ("built", "keywords")
+    with pytest.raises(ValueError, match=r"\['gliner', 'spacy', 'keywords'\]"):
         make_extractor(general, tiny_config(extractor="nope"))
 
 

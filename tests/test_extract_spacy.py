@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 from _tiny_models import TINY_GLIREL, tiny_config
@@ -134,8 +135,18 @@ def test_batching_is_invisible(tmp_path):
 
 def test_unknown_spacy_model_says_how_to_install(tmp_path):
     ex = make_extractor(Schema.preset("general"), spacy_config(spacy_model="xx_no_such_pipeline"), tmp_path)
-    with pytest.raises(ModelNotFoundError, match="pip install"):
+    with pytest.raises(ModelNotFoundError, match="pip install") as err:
         ex.extract([chunk()])
+    assert str(Path("xx_no_such_pipeline").resolve()) in str(err.value)  # the folder it looked for
+
+
+def test_pipeline_loads_once_until_cleared():
+    from tiny_graphrag.loaded import clear_models
+
+    first = load_spacy(SPACY_MODEL)
+    assert load_spacy(SPACY_MODEL) is first
+    clear_models("spacy")
+    assert load_spacy(SPACY_MODEL) is not first
 
 
 def test_describe(tmp_path):

@@ -13,6 +13,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .errors import TinyGraphRAGError
+
+
+class CacheFileError(TinyGraphRAGError, RuntimeError):
+    """The call cache's file is not a readable SQLite database."""
+
 
 def cache_key(namespace: str, model: str, request: Any) -> str:
     payload = json.dumps([namespace, model, request], sort_keys=True, ensure_ascii=False, default=str)
@@ -32,8 +38,16 @@ class CallCache:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            except sqlite3.DatabaseError as exc:
+                self.close()
+                # Not deleted for the user: it may be a file they pointed at by mistake.
+                raise CacheFileError(
+                    f"the model-call cache {self.path} cannot be read ({exc}). To fix: delete it; it only "
+                    "holds cached model outputs, and the next run recomputes them"
+                ) from exc
 
     def get(self, key: str) -> Any | None:
         with self._lock:

@@ -8,12 +8,12 @@ after splitting paragraphs on blank lines (headings and list items end there).
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from .config import ChunkingConfig
+from .loaded import cached_model
 from .records import Chunk, Document, content_id
 
 WORD_RE = re.compile(r"\w+(?:[-_]\w+)*|\S")
@@ -31,8 +31,7 @@ def count_tokens(text: str) -> int:
     return sum(1 for _ in WORD_RE.finditer(text))
 
 
-@functools.lru_cache(maxsize=1)
-def _sentencizer():
+def _blank_sentencizer():
     import spacy
 
     nlp = spacy.blank("en")
@@ -42,7 +41,7 @@ def _sentencizer():
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence, whitespace trimmed; offsets into `text`."""
-    nlp = _sentencizer()
+    nlp = cached_model("spacy", "blank:en+sentencizer", _blank_sentencizer)
     spans: list[tuple[int, int]] = []
     pos = 0
     for para_end, next_start in [(m.start(), m.end()) for m in _PARAGRAPH_RE.finditer(text)] + [

@@ -1,21 +1,42 @@
-"""Sentence-transformers embedder: local files only, batched, L2-normalized float32 rows."""
+"""Text embedders: the protocol indexing and search use, and the local sentence-transformers one."""
 
 from __future__ import annotations
 
-import logging
-import threading
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
 
-from .errors import ModelLoadError, require
-from .models import choose_device, enable_offline_mode, file_fingerprint, resolve_model
+from .errors import require
+from .loaded import cached_model
+from .models import choose_device, file_fingerprint, load_error, resolve_model
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # pragma: no cover
+    from sentence_transformers import SentenceTransformer
 
-_LOADED: dict[tuple[str, str], object] = {}
-_LOCK = threading.Lock()
+
+class TextEmbedder(Protocol):
+    """Turns texts into L2-normalized float32 rows of one fixed width."""
+
+    name: str
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the model's files: goes into cache keys and the index manifest."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Width of every row `embed` returns."""
+        ...
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        """One row per text, shape (len(texts), dim); (0, dim) for no texts."""
+        ...
+
+    def describe(self) -> dict[str, str]:
+        """JSON-serialisable facts that identify the embeddings (name, path, fingerprint)."""
+        ...
 
 
 class Embedder:
@@ -42,22 +63,16 @@ class Embedder:
         return self._fingerprint
 
     @property
-    def model(self):
+    def model(self) -> "SentenceTransformer":
         device = choose_device(self._device)
-        key = (str(self.path), device)
-        with _LOCK:
-            if key not in _LOADED:
-                enable_offline_mode()
-                st = require("sentence_transformers", "core", "Embedding")
-                try:
-                    _LOADED[key] = st.SentenceTransformer(str(self.path), device=device, local_files_only=True)
-                except Exception as exc:
-                    raise ModelLoadError(
-                        f"embedding model at {self.path} could not be loaded ({exc}); "
-                        "re-download it with `tiny-graphrag models download --only all-MiniLM-L6-v2`"
-                    ) from exc
-                log.info("loaded embedder %s on %s", self.path, device)
-            return _LOADED[key]
+        return cached_model("embedder", (str(self.path), device), lambda: self._load(device))
+
+    def _load(self, device: str) -> "SentenceTransformer":
+        st = require("sentence_transformers", "core", "Embedding")
+        try:
+            return st.SentenceTransformer(str(self.path), device=device, local_files_only=True)
+        except Exception as exc:
+            raise load_error("embedding", self.path, exc, device=device) from exc
 
     @property
     def dim(self) -> int:
@@ -79,5 +94,5 @@ class Embedder:
 
     __call__ = embed
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, str]:
         return {"name": self.name, "path": str(self.path), "fingerprint": self.fingerprint}

