@@ -204,3 +204,19 @@ def test_spacy_labels_reach_the_extractor(work, capsys):
                  "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert set(summary["entities_per_type"]) <= {"Human", "Place"} and summary["entities_per_type"].get("Human")
+
+
+def test_unusable_device_fails_before_any_work(work, capsys):
+    import torch
+
+    if torch.cuda.is_available():  # pragma: no cover - on a GPU machine there is nothing to refuse
+        pytest.skip("CUDA is available here")
+    assert main(["build", "a.txt", "--out", "g", "--extractor", "spacy", "--no-reports", "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "--device cpu" in err and "download" not in err and not (work / "g").exists()
+
+
+def test_schema_without_spacy_types_names_the_schema_file_option(work, capsys):
+    (work / "s.toml").write_text('entity_types = ["Gene"]\n')
+    assert main(["build", "a.txt", "--out", "g", "--extractor", "spacy", "--no-reports", "--schema", "s.toml"]) == 2
+    assert "[spacy_labels]" in capsys.readouterr().err

@@ -137,6 +137,10 @@ def build_index(
         inputs = [inputs]
     paths = [Path(i) for i in inputs if isinstance(i, os.PathLike) or is_path_string(i)]
     out_dir = check_output(Path(out_dir), paths, force=force)
+    if config.extraction.device not in (None, "cpu"):
+        from .models import choose_device
+
+        choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
     clean_stale_staging(out_dir)
     tmp = staging_dir(out_dir)
     cache_path = Path(config.cache_dir) / "calls.sqlite" if config.cache_dir else out_dir.parent / ".cache" / "calls.sqlite"

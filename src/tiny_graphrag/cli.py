@@ -270,22 +270,16 @@ def _query(args) -> int:
 
 
 def _models(args) -> int:
-    from .models import DEFAULT_MODELS, download_models, models_dir
+    from .models import download_models, model_status
 
     if args.models_command == "download":
         for path in download_models(args.only, models_dir_=args.models_dir):
             print(f"downloaded {path}")
         return 0
-    from .models import verify_checksums
-
-    base = models_dir(args.models_dir)
-    for name, spec in DEFAULT_MODELS.items():
-        there = (base / name).exists()
-        print(f"{'ok     ' if there else 'missing'} {base / name}  ({spec.purpose}; from {spec.repo}@{spec.revision})")
-    bad = [name for name, ok in verify_checksums(args.models_dir).items() if not ok]
-    for name in bad:
-        print(f"checksum mismatch or missing: {base / name} (re-download it)")
-    return 1 if bad else 0
+    rows = model_status(args.models_dir)
+    for row in rows:
+        print(row)
+    return 1 if any(row.bad_files for row in rows) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

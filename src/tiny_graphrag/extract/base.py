@@ -62,11 +62,6 @@ def extractor_names() -> list[str]:
     return list(_REGISTRY)
 
 
-def extractor_names() -> list[str]:
-    """Registered extractor names, built-ins first (the CLI's --extractor choices)."""
-    return list(_REGISTRY)
-
-
 def make_extractor(
     schema: Schema, config: "ExtractionConfig", models_dir: "str | os.PathLike[str] | None" = None
 ) -> Extractor:

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..errors import ModelLoadError, ModelNotFoundError, SchemaError
+from ..errors import ModelLoadError, ModelNotFoundError, SchemaError, listing
 from ..loaded import cached_model
 from ..models import resolve_model
 from ..records import Chunk, EntityMention, Extraction, RelationMention
@@ -59,9 +59,9 @@ def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> di
     if not resolved:
         raise SchemaError(
             f"the spaCy extractor maps NER labels onto {sorted(set(given.values()))}, but schema "
-            f"'{schema.name}' has none of these entity types ({list(schema.entity_types)}). Pass "
-            f"ExtractionConfig(spacy_label_map={{'PERSON': '<your type>', 'ORG': ..., 'GPE': ...}}) "
-            f"mapping spaCy's labels onto your types, or use the 'gliner' extractor"
+            f"'{schema.name}' has none of these entity types {listing(schema.entity_types)}. Map spaCy's "
+            f"labels onto your types in the schema file ([spacy_labels] PERSON = \"<your type>\", ORG = ..., "
+            f"GPE = ...; in Python also ExtractionConfig(spacy_label_map=...)), or use the 'gliner' extractor"
         )
     dropped = sorted(src for src in given if src not in resolved)
     if dropped:
