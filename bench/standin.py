@@ -72,7 +72,7 @@ def standin_report(messages: list[dict], schema: dict | None, max_tokens: int) -
 
 
 def standin_llm(n_ctx: int = 4096):
-    from tiny_graphrag.llm import FakeLLM
+    from tests._fakes import FakeLLM
 
     return FakeLLM(standin_report, n_ctx=n_ctx, name="extractive-standin")
 

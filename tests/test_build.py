@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from _fakes import KeywordExtractor
+from _fakes import FakeLLM, KeywordExtractor
 
 from tiny_graphrag import build_index, load_index
 from tiny_graphrag.config import BuildConfig, ChunkingConfig
 from tiny_graphrag.errors import InputError, TinyGraphRAGError
-from tiny_graphrag.llm import FakeLLM
 from tiny_graphrag.cache import CallCache
 
 TEXTS = [

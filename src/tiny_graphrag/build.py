@@ -213,17 +213,18 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
     reports = []
     llm_info: dict[str, Any] | None = None
     if config.reports and communities:
+        from .report_context import SourceText
         from .reports import generate_reports
 
         if llm is None:
-            from .llm import LlamaCppLLM
+            from .llm import open_llm
 
-            llm = LlamaCppLLM(config.llm, models_dir=config.models_dir, cache=cache)
+            llm = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
         calls_before, hits_before = llm.calls, llm.cache_hits
         with timer.stage("reports"):
-            # (sid, text, chunk start): report snippets are cut at the exact document-level spans
+            # With the chunk's start, report snippets are cut at the exact document-level spans.
             starts = {c.id: c.start for c in chunks}
-            sources = {cid: (sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
+            sources = {cid: SourceText(sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
             reports = generate_reports(
                 graph, communities, sources, llm, max_report_tokens=config.llm.max_report_tokens,
                 max_context_tokens=config.llm.report_context_tokens,
