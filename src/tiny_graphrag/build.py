@@ -220,6 +220,10 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
             from .llm import open_llm
 
             llm = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
+        elif not hasattr(llm, "calls"):  # a bare backend: cached and counted like the configured model
+            from .llm import CachedLLM
+
+            llm = CachedLLM(llm, cache)
         calls_before, hits_before = llm.calls, llm.cache_hits
         with timer.stage("reports"):
             # With the chunk's start, report snippets are cut at the exact document-level spans.

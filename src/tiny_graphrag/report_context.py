@@ -14,6 +14,7 @@ import functools
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -27,7 +28,7 @@ SNIPPET_PAD_CHARS = 100  # text kept on each side of a relationship's supporting
 SNIPPET_MAX_CHARS = 400  # a long span is cut to this many characters
 
 Edge = tuple[str, str, str]  # (head key, tail key, edge key)
-Unit = tuple[str, object]  # ("edge", Edge) | ("entity", node key) | ("report", community id)
+Unit = tuple[str, Any]  # ("edge", Edge) | ("entity", node key) | ("report", community id)
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,11 @@ class ReportContext:
         }
 
 
-def _mentions(value: object) -> int:
+def _mentions(value: Any) -> int:
     if isinstance(value, (int, float)):
         return int(value)
     try:
-        return len(value)  # type: ignore[arg-type]
+        return len(value)
     except TypeError:
         return 0
 
@@ -99,21 +100,14 @@ class _Builder:
         self._text = {s.sid: s.text for s in sources.values()}
 
     # -- elements ---------------------------------------------------------------------------
-    def edge_units(self, edges: Sequence[Edge]) -> list[Unit]:
-        """Edges by decreasing combined endpoint degree (the paper's prioritisation)."""
-
-        def rank(e: Edge) -> tuple:
-            return (-(self.graph.degree(e[0]) + self.graph.degree(e[1])), self.edge_hid(e), e)
-
-        return [("edge", e) for e in sorted(edges, key=rank)]
-
-    def entity_units(self, nodes: Sequence[str]) -> list[Unit]:
-        return [("entity", n) for n in sorted(nodes, key=lambda n: (-self.graph.degree(n), self.node_hid(n), n))]
-
     def elements(self, edges: Sequence[Edge], nodes: Sequence[str]) -> list[Unit]:
-        """The edges, then the nodes no edge brings in."""
+        """Edges by decreasing combined endpoint degree (the paper's prioritisation), then the
+        nodes no edge brings in, by decreasing degree."""
+        degree = self.graph.degree
         covered = {n for u, v, _ in edges for n in (u, v)}
-        return self.edge_units(edges) + self.entity_units([n for n in nodes if n not in covered])
+        ranked = sorted(edges, key=lambda e: (-(degree(e[0]) + degree(e[1])), self.edge_hid(e), e))
+        loose = sorted((n for n in nodes if n not in covered), key=lambda n: (-degree(n), self.node_hid(n), n))
+        return [("edge", e) for e in ranked] + [("entity", n) for n in loose]
 
     def edge_hid(self, e: Edge) -> int:
         return int(self.graph.edges[e].get("hid", -1))
@@ -176,11 +170,11 @@ class _Builder:
         return " ".join(parts)
 
     # -- tables -------------------------------------------------------------------------------
-    def _tables(self, units: Sequence[Unit]) -> list[tuple[str, str, list[tuple[str, object]]]]:
+    def _tables(self, units: Sequence[Unit]) -> list[tuple[str, str, list[tuple[str, Any]]]]:
         """(title, header, rows with their payloads) of each table, rows in order of first appearance."""
-        reports: list[tuple[str, object]] = []
-        entities: dict[str, tuple[str, object]] = {}
-        edges: list[tuple[str, object]] = []
+        reports: list[tuple[str, Any]] = []
+        entities: dict[str, tuple[str, Any]] = {}
+        edges: list[tuple[str, Any]] = []
         spans: dict[int, list[tuple[int, int]]] = {}
 
         def add_entity(n: str) -> None:
@@ -191,14 +185,14 @@ class _Builder:
 
         for kind, key in units:
             if kind == "report":
-                r = self.sub_reports[key]  # type: ignore[index]
+                r = self.sub_reports[key]
                 findings = "; ".join(strip_citations(f.summary) for f in r.findings)
                 summary = strip_citations(r.summary) + (f" Findings: {findings}" if findings else "")
                 reports.append((row(strip_citations(r.title), summary), key))
             elif kind == "entity":
-                add_entity(key)  # type: ignore[arg-type]
+                add_entity(key)
             else:
-                e: Edge = key  # type: ignore[assignment]
+                e: Edge = key
                 add_entity(e[0])
                 add_entity(e[1])
                 d = self.graph.edges[e]
