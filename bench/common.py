@@ -233,9 +233,9 @@ def gemma_path() -> Path:
 
 def load_gemma(n_ctx: int = 4096, cache=None):
     from tiny_graphrag.config import LLMConfig
-    from tiny_graphrag.llm import LlamaCppLLM
+    from tiny_graphrag.llm import open_llm
 
-    return LlamaCppLLM(LLMConfig(model=str(gemma_path()), chat_format="gemma", n_ctx=n_ctx), cache=cache)
+    return open_llm(LLMConfig(model=str(gemma_path()), chat_format="gemma", n_ctx=n_ctx), cache=cache)
 
 
 def gemma_config(n_ctx: int = 4096):

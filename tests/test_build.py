@@ -7,12 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from _fakes import KeywordExtractor
+from _fakes import FakeLLM, KeywordExtractor
 
 from tiny_graphrag import build_index, load_index
 from tiny_graphrag.config import BuildConfig, ChunkingConfig
 from tiny_graphrag.errors import InputError, TinyGraphRAGError
-from tiny_graphrag.llm import FakeLLM
 from tiny_graphrag.cache import CallCache
 
 TEXTS = [
@@ -112,3 +111,17 @@ def test_manifest_records_models_schema_and_settings(tmp_path, embedder):
     assert m["config"]["chunking"] == {"max_tokens": 24, "overlap_tokens": 0}
     assert m["extractor"]["name"] == "keyword-fake" and m["embedder"]["fingerprint"]
     assert {"graph.pkl", "index.sqlite", "vectors/chunks.npy"} <= set(m["files"])
+
+
+def test_fallback_reports_are_counted_in_summary_and_info(tmp_path, embedder):
+    from tiny_graphrag.cli import index_info
+
+    garbage = FakeLLM(lambda messages, schema, max_tokens: "not json at all", name="garbage",
+                      cache=CallCache(tmp_path / "graphs" / ".cache" / "calls.sqlite"))
+    result = _build(tmp_path, embedder, name="fb", llm=garbage)
+    assert result.summary.reports > 0 and result.summary.fallback_reports == result.summary.reports
+    assert "fallback" in result.summary.format()
+    info = index_info(result.path)
+    assert info["fallback_reports"] == result.summary.reports
+    good = _build(tmp_path, embedder, name="ok")
+    assert good.summary.fallback_reports == 0 and index_info(good.path)["fallback_reports"] == 0

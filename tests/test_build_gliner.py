@@ -7,7 +7,7 @@ from _tiny_models import tiny_config
 
 from tiny_graphrag import build_index, load_index
 from tiny_graphrag.config import BuildConfig, ChunkingConfig
-from tiny_graphrag.llm import FakeLLM
+from _fakes import FakeLLM
 from tiny_graphrag.schema import Schema
 
 TEXT = (

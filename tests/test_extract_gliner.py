@@ -59,7 +59,7 @@ def general() -> Schema:
 def test_import_loads_no_heavy_module():
     code = (
         "import sys, tiny_graphrag, tiny_graphrag.extract.base, tiny_graphrag.extract.gliner, "
-        "tiny_graphrag.extract.spacy_ner, tiny_graphrag.devmodels\n"
+        "tiny_graphrag.extract.spacy_ner\n"
         "heavy = [m for m in ('torch', 'gliner', 'glirel', 'spacy', 'transformers') if m in sys.modules]\n"
         "print(heavy)\nsys.exit(1 if heavy else 0)\n"
     )
@@ -395,7 +395,7 @@ def _digest(path: Path) -> str:
 
 
 def test_dev_models_are_deterministic(tiny_models_dir, tmp_path):
-    from tiny_graphrag.devmodels import build_tiny_gliner, build_tiny_glirel
+    from devmodels import build_tiny_gliner, build_tiny_glirel
 
     assert _digest(build_tiny_gliner(tmp_path / "g0", seed=0)) == _digest(tiny_models_dir / TINY_GLINER)
     assert _digest(build_tiny_gliner(tmp_path / "g1", seed=1)) != _digest(tiny_models_dir / TINY_GLINER)
@@ -414,7 +414,7 @@ def test_dev_models_reload_with_from_pretrained(tiny_models_dir, caplog):
 
 
 def test_tiny_gliner_training_path_runs_and_is_deterministic(tmp_path):
-    from tiny_graphrag.devmodels import build_tiny_gliner
+    from devmodels import build_tiny_gliner
 
     a = build_tiny_gliner(tmp_path / "a", seed=0, train_steps=2)
     b = build_tiny_gliner(tmp_path / "b", seed=0, train_steps=2)
@@ -425,7 +425,7 @@ def test_tiny_gliner_training_path_runs_and_is_deterministic(tmp_path):
 def test_build_gliner_and_glirel_on_a_deberta_config(tmp_path):
     from transformers import DebertaV2Config
 
-    from tiny_graphrag.devmodels import build_gliner, build_glirel
+    from devmodels import build_gliner, build_glirel
 
     def config():
         return DebertaV2Config(
@@ -445,7 +445,7 @@ def test_build_gliner_and_glirel_on_a_deberta_config(tmp_path):
 def test_build_with_a_given_vocabulary_tokenizes_whole_words(tmp_path):
     from transformers import AutoTokenizer
 
-    from tiny_graphrag.devmodels import SPECIAL_TOKENS, build_gliner, build_glirel, fixed_vocab, tiny_backbone_config
+    from devmodels import SPECIAL_TOKENS, build_gliner, build_glirel, fixed_vocab, tiny_backbone_config
 
     words = ["Ada", "Lovelace", "wrote", "notes", "on", "the", "Analytical", "Engine", "."]
     vocab = list(dict.fromkeys(SPECIAL_TOKENS + words + fixed_vocab()))

@@ -11,27 +11,81 @@ import json
 
 import networkx as nx
 import pytest
+from _fakes import FakeBackend
 
 from tiny_graphrag.cache import CallCache
 from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.errors import ModelLoadError, ModelNotFoundError
-from tiny_graphrag.llm import LLM, ContextWindowError, LlamaCppLLM
+from tiny_graphrag.llm import LLM, CachedLLM, ContextWindowError, LlamaCppLLM, open_llm
+from tiny_graphrag.citations import parse_citations
 from tiny_graphrag.records import Community
-from tiny_graphrag.reports import (
-    REPORT_SCHEMA,
-    build_report_context,
-    generate_reports,
-    parse_citations,
-    report_messages,
-)
+from tiny_graphrag.report_context import SourceText, build_report_context
+from tiny_graphrag.report_prompt import REPORT_SCHEMA, report_messages
+from tiny_graphrag.reports import generate_reports
 
 N_CTX = 2048
 
 
+# -- the call cache around any backend (no model) ---------------------------------------------
+
+HELLO = [{"role": "user", "content": "Name a colour."}]
+
+
+def test_cached_llm_answers_a_repeat_from_the_cache_without_a_backend_call(tmp_path):
+    backend = FakeBackend(n_ctx=100)
+    llm = CachedLLM(backend, CallCache(tmp_path / "calls.sqlite"))
+    assert (llm.name, llm.fingerprint, llm.n_ctx, llm.seed) == ("fake", "fake:fake", 100, 0)
+    a = llm.complete(HELLO, max_tokens=8)
+    b = llm.complete(HELLO, max_tokens=8)
+    assert len(backend.requests) == 1 and (llm.calls, llm.cache_hits) == (1, 1)
+    assert not a.cached and b.cached and b.text == a.text and b.prompt_tokens == a.prompt_tokens
+    # Another process (a new wrapper and backend on the same file) replays it too.
+    other = FakeBackend(n_ctx=100)
+    again = CachedLLM(other, CallCache(tmp_path / "calls.sqlite"))
+    assert again.complete(HELLO, max_tokens=8).text == a.text and other.requests == [] and again.calls == 0
+    llm.complete(HELLO, max_tokens=9)  # any change to the request is a different key
+    assert (llm.calls, len(backend.requests)) == (2, 2)
+
+
+def test_cached_llm_counts_streams_and_stores_them_only_when_read_to_the_end():
+    backend = FakeBackend(n_ctx=100)
+    llm = CachedLLM(backend, None)
+    messages = [{"role": "user", "content": "a b c"}]
+    pieces = list(llm.stream(messages, max_tokens=10))
+    assert len(pieces) > 1 and llm.calls == 1
+    # The stored record keeps the backend's token counts; `complete` shares the key.
+    replay = llm.complete(messages, max_tokens=10)
+    assert replay.cached and replay.text == "".join(pieces) and replay.prompt_tokens == 3
+    assert list(llm.stream(messages, max_tokens=10)) == ["".join(pieces)] and llm.cache_hits == 2
+    abandoned = llm.stream(messages, max_tokens=11)
+    next(abandoned)
+    abandoned.close()
+    assert llm.calls == 2 and not llm.complete(messages, max_tokens=11).cached  # counted, not stored
+    calls = llm.calls
+    with pytest.raises(ContextWindowError):
+        list(llm.stream([{"role": "user", "content": "w " * 95}], max_tokens=10))
+    assert llm.calls == calls  # the refused prompt ran no model: not counted
+    with pytest.raises(ValueError, match="max_tokens"):
+        llm.complete(messages, max_tokens=0)
+
+
+def test_cache_keys_are_stable():
+    """The keys of existing call caches: a change here would make every rerun call the model again."""
+    llm = CachedLLM(FakeBackend(), None)
+    assert llm.key(HELLO, None, 8, 0.0) == "8bafd1d255599cfe9dfe79d03723b26c94908bb79ff1e44d8fee122c7281e974"
+    seeded = CachedLLM(FakeBackend(seed=3), None)
+    assert seeded.key(HELLO, {"type": "object"}, 8, 0.0) == (
+        "38d4aa547a98d44390d7087d1949496a5a2ec7d9425f57cb3822082d3f81fe6d"
+    )
+
+
+# -- the llama.cpp backend --------------------------------------------------------------------
+
+
 @pytest.fixture(scope="module")
-def llm(gemma_path, tmp_path_factory) -> LlamaCppLLM:
+def llm(gemma_path, tmp_path_factory) -> CachedLLM:
     cache = CallCache(tmp_path_factory.mktemp("llm") / "calls.sqlite")
-    return LlamaCppLLM(LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX), cache=cache)
+    return open_llm(LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX), cache=cache)
 
 
 def check_schema(value, schema) -> None:
@@ -69,11 +123,11 @@ def tiny_graph():
                provenance=[("doc", "chunk0", 42, 80)], hid=11)
     community = Community("com-test", 0, ("marie curie", "pierre curie", "sorbonne"),
                           edges=(("marie curie", "pierre curie", "spouse of"), ("marie curie", "sorbonne", "works at")))
-    return g, {"chunk0": (100, text)}, community
+    return g, {"chunk0": SourceText(100, text)}, community
 
 
 def test_protocol_and_loaded_once(llm, gemma_path):
-    assert isinstance(llm, LLM)
+    assert isinstance(llm, LLM) and isinstance(llm.backend, LlamaCppLLM) and isinstance(llm.backend, LLM)
     assert llm.n_ctx == N_CTX and llm.chat_format == "gemma" and llm.name == gemma_path.name
     other = LlamaCppLLM(LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX))
     assert other._llama is llm._llama  # one model per process and settings
@@ -148,7 +202,7 @@ def test_generate_reports_with_the_real_model(llm):
 def test_cache_hit_makes_no_model_call(llm, gemma_path, tmp_path):
     messages = [{"role": "user", "content": "Name a colour."}]
     cache = CallCache(tmp_path / "calls.sqlite")
-    first = LlamaCppLLM(LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX), cache=cache)
+    first = open_llm(LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX), cache=cache)
     a = first.complete(messages, max_tokens=8)
     assert (first.calls, first.cache_hits, a.cached) == (1, 0, False)
     b = first.complete(messages, max_tokens=8)
@@ -156,8 +210,8 @@ def test_cache_hit_makes_no_model_call(llm, gemma_path, tmp_path):
     assert (b.text, b.prompt_tokens, b.completion_tokens, b.finish_reason) == (
         a.text, a.prompt_tokens, a.completion_tokens, a.finish_reason)
     # A new process with the same cache file replays it too.
-    second = LlamaCppLLM(LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX),
-                         cache=CallCache(tmp_path / "calls.sqlite"))
+    second = open_llm(LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX),
+                      cache=CallCache(tmp_path / "calls.sqlite"))
     c = second.complete(messages, max_tokens=8)
     assert c.cached and c.text == a.text and second.calls == 0
     # Any change to the request is a different key.

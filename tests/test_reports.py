@@ -5,26 +5,23 @@ from __future__ import annotations
 import json
 import random
 import re
+from dataclasses import replace
 
 import networkx as nx
 import pytest
 
+from _fakes import FakeLLM
+
 from tiny_graphrag.cache import CallCache
+from tiny_graphrag.citations import filter_citations, parse_citations
 from tiny_graphrag.communities import hierarchical_communities
 from tiny_graphrag.config import CommunityConfig
-from tiny_graphrag.llm import ContextWindowError, FakeLLM
+from tiny_graphrag.llm import ContextWindowError
 from tiny_graphrag.records import Community, Finding, Report
-from tiny_graphrag.reports import (
-    FALLBACK_EXPLANATION,
-    REPORT_SCHEMA,
-    build_report_context,
-    filter_citations,
-    generate_reports,
-    parse_citations,
-    parse_report_json,
-    prompt_tokens,
-    report_messages,
-)
+from tiny_graphrag.report_context import SourceText, build_report_context
+from tiny_graphrag.report_json import parse_report_json
+from tiny_graphrag.report_prompt import REPORT_SCHEMA, prompt_tokens, report_messages
+from tiny_graphrag.reports import FALLBACK_EXPLANATION, generate_reports
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
 
@@ -32,8 +29,8 @@ WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu x
 def make_graph(seed: int = 0, n_nodes: int = 40, n_edges: int = 90, n_singletons: int = 3):
     """A graph in the pipeline's contract (hids, labels, weights, provenance) plus its sources."""
     r = random.Random(seed)
-    # (sid, text, chunk start in its document): provenance offsets are document-level.
-    sources = {f"chunk{j}": (500 + j, " ".join(r.choice(WORDS) for _ in range(150)), 10_000 * j) for j in range(12)}
+    # With each chunk's start in its document: provenance offsets are document-level.
+    sources = {f"chunk{j}": SourceText(500 + j, " ".join(r.choice(WORDS) for _ in range(150)), 10_000 * j) for j in range(12)}
     g = nx.MultiDiGraph()
     for i in range(n_nodes + n_singletons):
         g.add_node(
@@ -100,7 +97,7 @@ def table_ids(text: str) -> dict[str, set[int]]:
             current = m.group(1).lower()
             continue
         if current in out and line[:1].isdigit():
-            out[current].add(int(line.split(",", 1)[0]))
+            out[current].add(int(line.split("|", 1)[0]))
     return out
 
 
@@ -151,14 +148,14 @@ def test_leaf_context_orders_by_combined_degree_and_stops_at_budget(graph_and_co
     assert 0 < len(small.relationship_ids) < len(full.relationship_ids)
     assert small.relationship_ids == full.relationship_ids[: len(small.relationship_ids)]
     # Sources carry the text around each supporting span, never a chunk we have no text for.
-    assert set(full.source_ids) <= {entry[0] for entry in sources.values()}
+    assert set(full.source_ids) <= {entry.sid for entry in sources.values()}
 
 
 def test_singleton_context_is_just_the_entity_row(graph_and_communities):
     g, sources, comms = graph_and_communities
     singleton = next(c for c in comms if c.nodes == ("node 40",))
     ctx = build_report_context(singleton, g, sources, words, 10_000)
-    assert ctx.text.startswith("-----Entities-----\nid,entity,type,mentions\n40,Node 40,")
+    assert ctx.text.startswith("-----Entities-----\nid|entity|type|mentions\n40|Node 40|")
     assert "Relationships" not in ctx.text and "Sources" not in ctx.text
     assert ctx.entity_ids == (40,) and ctx.relationship_ids == () and ctx.source_ids == ()
 
@@ -178,21 +175,21 @@ def snippet_graph():
 
 
 def source_rows(text: str) -> list[str]:
-    return text.split("-----Sources-----\nid,text\n", 1)[1].splitlines()
+    return text.split("-----Sources-----\nid|text\n", 1)[1].splitlines()
 
 
 def test_source_snippet_uses_document_offsets():
     g, community, text, doc_start = snippet_graph()
-    ctx = build_report_context(community, g, {"c": (3, text, doc_start)}, words, 10_000)
+    ctx = build_report_context(community, g, {"c": SourceText(3, text, doc_start)}, words, 10_000)
     (row,) = source_rows(ctx.text)
-    assert row.startswith("3,") and "Marie Curie married Pierre Curie in Paris." in row
+    assert row.startswith("3|") and "Marie Curie married Pierre Curie in Paris." in row
     assert len(row) < len(text) / 2 and row.count("lorem") < 10  # a window, not the whole chunk
     assert ctx.source_ids == (3,)
 
 
 def test_source_snippet_without_chunk_offset_finds_the_names():
     g, community, text, _ = snippet_graph()
-    ctx = build_report_context(community, g, {"c": (3, text)}, words, 10_000)
+    ctx = build_report_context(community, g, {"c": SourceText(3, text)}, words, 10_000)
     (row,) = source_rows(ctx.text)
     assert "Marie Curie married Pierre Curie" in row and len(row) < len(text) / 2
 
@@ -419,11 +416,46 @@ def test_unrepairable_output_falls_back_to_a_member_list(respond, max_tokens, n_
     llm = FakeLLM(respond, n_ctx=4000)
     (report,) = generate_reports(g, comms, {}, llm, max_report_tokens=max_tokens)
     assert len(llm.requests) == n_requests
-    assert report.rating == 0 and report.rating_explanation == FALLBACK_EXPLANATION
+    assert report.fallback and report.rating == 0 and report.rating_explanation == FALLBACK_EXPLANATION
     assert "Alice" in report.summary and "Acme, Inc" in report.summary
     assert report.findings[0].summary == "Alice works for Acme, Inc"
     cited = parse_citations(" ".join([report.summary] + [f.explanation for f in report.findings]))
     assert set(cited["entities"]) <= {0, 1} and set(cited["relationships"]) <= {0}
+
+
+def test_fallback_is_built_from_the_context_data_and_flagged(tmp_path):
+    g = nx.MultiDiGraph()
+    # Names with the table's separator and commas: the fallback quotes them as they are.
+    g.add_node("a", name="Alice | A.", type="Person", mentions=2, hid=4)
+    g.add_node("b", name="Acme, Inc", type="Organization", mentions=1, hid=5)
+    g.add_edge("a", "b", key="works for", label="works for", weight=2, provenance=[], hid=9)
+    comms = [Community("c", 0, ("a", "b"), edges=(("a", "b", "works for"),))]
+    (report,) = generate_reports(g, comms, {}, FakeLLM(lambda m, s, n: "no json"), max_report_tokens=100)
+    assert report.fallback and report.title == "Alice | A. and related entities"
+    assert report.findings == (Finding("Alice | A. works for Acme, Inc",
+                                       "Alice | A. works for Acme, Inc [Data: Relationships (9)]"),)
+    assert report.summary.endswith("[Data: Entities (4, 5)]")
+    (good,) = generate_reports(g, comms, {}, FakeLLM(), max_report_tokens=100)
+    assert not good.fallback
+    # The flag is stored with the index; reports stored before it existed load as not fallback.
+    from dataclasses import asdict
+
+    from tiny_graphrag.store import IndexStore
+
+    store = IndexStore.create(tmp_path / "idx")
+    store.save_reports([report, replace(good, community_id="old")])
+    store._db.execute("UPDATE reports SET body = json_remove(body, '$.fallback') WHERE community_id = 'old'")
+    loaded = {r.community_id: r for r in store.reports()}
+    assert loaded["c"] == report and loaded["old"].fallback is False and "fallback" in asdict(loaded["old"])
+    store.close()
+
+
+def test_carried_down_fallback_report_stays_flagged():
+    g = nx.MultiDiGraph()
+    g.add_node("a", name="A", type="t", mentions=1, hid=0)
+    comms = [Community("root", 0, ("a",), children=("child",)), Community("child", 1, ("a",), parent="root")]
+    reports = generate_reports(g, comms, {}, FakeLLM(lambda m, s, n: "no json"), max_report_tokens=100)
+    assert [(r.community_id, r.fallback) for r in reports] == [("root", True), ("child", True)]
 
 
 def test_raw_newlines_inside_strings_still_parse():

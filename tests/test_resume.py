@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent(
     from tiny_graphrag import build_index
     from tiny_graphrag.cache import CallCache
     from tiny_graphrag.config import BuildConfig, ChunkingConfig, CommunityConfig
-    from tiny_graphrag.llm import FakeLLM
+    from _fakes import FakeLLM
 
     class SlowLLM(FakeLLM):
         def _complete(self, *a, **k):

@@ -10,7 +10,7 @@ import pytest
 
 from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.errors import IndexFormatError, InputError, ModelNotFoundError
-from tiny_graphrag.llm import FakeLLM
+from _fakes import FakeLLM
 from tiny_graphrag.citations import parse_citations, unresolved
 from tiny_graphrag.search.config import GlobalConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine

@@ -206,11 +206,14 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
         if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
             ex_config = replace(ex_config, spacy_label_map=dict(schema.spacy_labels))
         extractor = make_extractor(schema, ex_config, models_dir=config.models_dir)
-    if config.reports and llm is None:
+    if config.reports:
         # Load the report model now: a missing or broken GGUF must fail before hours of extraction.
-        from .llm import LlamaCppLLM
+        from .llm import CachedLLM, open_llm
 
-        llm = LlamaCppLLM(config.llm, models_dir=config.models_dir, cache=cache)
+        if llm is None:
+            llm = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
+        elif not isinstance(llm, CachedLLM):  # a bare backend: cached and counted like the configured model
+            llm = CachedLLM(llm, cache)
     with timer.stage("extract"):
         extractions = _extract_cached(extractor, chunks, cache, calls, progress)
 
@@ -244,13 +247,14 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
     reports = []
     llm_info: dict[str, Any] | None = None
     if config.reports and communities:
+        from .report_context import SourceText
         from .reports import generate_reports
 
         calls_before, hits_before = llm.calls, llm.cache_hits
         with timer.stage("reports"):
-            # (sid, text, chunk start): report snippets are cut at the exact document-level spans
+            # With the chunk's start, report snippets are cut at the exact document-level spans.
             starts = {c.id: c.start for c in chunks}
-            sources = {cid: (sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
+            sources = {cid: SourceText(sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
             reports = generate_reports(
                 graph, communities, sources, llm, max_report_tokens=config.llm.max_report_tokens,
                 max_context_tokens=config.llm.report_context_tokens,
@@ -282,7 +286,7 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
             model_calls=calls,
             warnings=tuple(warnings),
             skipped_files=loaded.skipped,
-            fallback_reports=sum(1 for r in reports if getattr(r, "fallback", False)),
+            fallback_reports=sum(1 for r in reports if r.fallback),
         )
         store.write_manifest(
             {

@@ -183,7 +183,7 @@ def index_info(path: str | Path, top: int = 5) -> dict:
         "relations_per_label": dict(Counter(k for _, _, k in graph.edges(keys=True))),
         "merged_aliases": len(graph.graph.get("merges", [])),
         # reports built from the data because the model's output was unusable
-        "fallback_reports": sum(1 for r in reports if getattr(r, "fallback", False)),
+        "fallback_reports": sum(1 for r in reports if r.fallback),
         "skipped_files": list((m.get("summary") or {}).get("skipped_files", [])),
         "levels": [
             {"level": lvl, "communities": len(sizes), "min_size": min(sizes), "max_size": max(sizes),

@@ -85,7 +85,8 @@ class LLMConfig:
     n_gpu_layers: int | None = None  # None: -1 when llama.cpp has GPU offload, else 0
     n_threads: int | None = None
     seed: int = 0
-    temperature: float = 0.0
+    # No temperature: reports and answers decode greedily, which replaying them from the call
+    # cache (and one cache key for `stream` and `complete`) relies on.
     max_report_tokens: int = 800
     # Context per report; None: what n_ctx leaves after the output. Smaller is faster on a CPU.
     report_context_tokens: int | None = None

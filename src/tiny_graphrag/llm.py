@@ -1,32 +1,28 @@
-"""The LLM contract, its llama.cpp backend and a deterministic fake for unit tests.
+"""The LLM contract, the call cache around any backend, and the llama.cpp backend.
 
-Every call goes through a `CallCache` keyed by (model fingerprint, request), so a rerun of an
-identical build replays the stored outputs and makes no model call. `llama_cpp` is imported only
-when a `LlamaCppLLM` is constructed: importing this module loads nothing heavy.
+A backend only runs the model; `CachedLLM` puts every call through a `CallCache` keyed by (model
+fingerprint, request), so a rerun of an identical build replays the stored outputs and makes no
+model call, and counts calls and cache hits. `open_llm` is how build and search get one.
+`llama_cpp` is imported only when a `LlamaCppLLM` is constructed: importing this module loads
+nothing heavy.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
-import re
-import struct
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .cache import CallCache, cache_key
 from .config import LLMConfig
-from .errors import ModelLoadError, TinyGraphRAGError, require
+from .errors import ModelLoadError, TinyGraphRAGError
+from .gguf import load_llama, schema_grammar
 from .models import file_fingerprint, resolve_model
 
 log = logging.getLogger(__name__)
-
-GGUF_MAGIC = b"GGUF"
 
 
 class ContextWindowError(TinyGraphRAGError, ValueError):
@@ -44,13 +40,12 @@ class Completion:
 
 @runtime_checkable
 class LLM(Protocol):
-    """What the pipeline needs from a language model."""
+    """What a language-model backend must do; `CachedLLM` adds the call cache to any of them."""
 
     name: str
     fingerprint: str  # identifies the weights (and chat format): part of every cache key
     n_ctx: int
-    calls: int  # real model calls made by this instance
-    cache_hits: int  # calls answered from the cache
+    seed: int  # sampling seed: part of every cache key
 
     def count_tokens(self, text: str) -> int: ...
 
@@ -63,7 +58,9 @@ class LLM(Protocol):
         temperature: float = 0.0,
     ) -> Completion: ...
 
-    def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]: ...
+    def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
+        """The output piece by piece; a generator may `return` the run's Completion (its token counts)."""
+        ...
 
 
 def context_window_error(prompt_tokens: int, max_tokens: int, n_ctx: int) -> ContextWindowError:
@@ -75,21 +72,35 @@ def context_window_error(prompt_tokens: int, max_tokens: int, n_ctx: int) -> Con
     )
 
 
-class _CachedLLM:
-    """Shared caching and bookkeeping; subclasses implement `_complete` and `_stream`."""
+class CachedLLM:
+    """Any LLM backend behind the call cache, with call counting; implements `LLM` itself.
 
-    name: str
-    fingerprint: str
-    n_ctx: int
-    seed: int = 0
+    Without a persistent cache an in-memory one still de-duplicates calls within a process.
+    Attributes the backend has beyond the protocol (a LlamaCppLLM's `llama`, `prompt_token_ids`)
+    are reachable through the wrapper.
+    """
 
-    def __init__(self, cache: CallCache | None) -> None:
-        # Without a persistent cache an in-memory one still de-duplicates calls within a process.
+    def __init__(self, backend: LLM, cache: CallCache | None = None) -> None:
+        self.backend = backend
         self.cache = cache if cache is not None else CallCache(None)
-        self.calls = 0
-        self.cache_hits = 0
+        self.calls = 0  # real model calls made through this wrapper
+        self.cache_hits = 0  # calls answered from the cache
 
-    def _key(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> str:
+    name = property(lambda self: self.backend.name)
+    fingerprint = property(lambda self: self.backend.fingerprint)
+    n_ctx = property(lambda self: self.backend.n_ctx)
+    seed = property(lambda self: self.backend.seed)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "backend":  # not set yet (during unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.backend, name)
+
+    def count_tokens(self, text: str) -> int:
+        return self.backend.count_tokens(text)
+
+    def key(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> str:
+        """The cache key of one request (unchanged since the first release: old caches stay valid)."""
         request = {
             "messages": messages,
             "schema": schema,
@@ -107,14 +118,13 @@ class _CachedLLM:
         max_tokens: int = 512,
         temperature: float = 0.0,
     ) -> Completion:
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-        key = self._key(messages, schema, max_tokens, temperature)
+        _check_max_tokens(max_tokens)
+        key = self.key(messages, schema, max_tokens, temperature)
         hit = self.cache.get(key)
         if hit is not None:
             self.cache_hits += 1
             return Completion(**{**hit, "cached": True})
-        result = self._complete(messages, schema, max_tokens, temperature)
+        result = self.backend.complete(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
         self.calls += 1
         stored = asdict(result)
         stored.pop("cached")
@@ -123,57 +133,56 @@ class _CachedLLM:
 
     def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
         """Yield the output text piece by piece; a cached answer comes back as one piece."""
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        _check_max_tokens(max_tokens)
         # Same key as an unconstrained `complete`: greedy decoding gives the same text either way.
-        key = self._key(messages, None, max_tokens, temperature)
+        key = self.key(messages, None, max_tokens, temperature)
         hit = self.cache.get(key)
         if hit is not None:
             self.cache_hits += 1
             yield hit["text"]
             return
         pieces: list[str] = []
-        state: dict[str, Any] = {}
+        run = self.backend.stream(messages, max_tokens=max_tokens, temperature=temperature)
+        record: Completion | None = None
+        started = False  # the model ran: a context-window error before the first piece is no call
         try:
-            for piece in self._stream(messages, max_tokens, temperature, state):
+            while True:
+                try:
+                    piece = next(run)
+                except StopIteration as stop:  # a backend's generator may return the run's Completion
+                    started, record = True, stop.value
+                    break
+                started = True
                 pieces.append(piece)
                 yield piece
         finally:
-            if state.get("started"):  # the model ran (the context check passed)
+            if started:
                 self.calls += 1
+            close = getattr(run, "close", None)
+            if close is not None:
+                close()  # a stream abandoned early releases the backend's lock now
         # Stored only when the consumer read the stream to its end.
         text = "".join(pieces)
         self.cache.put(
             key,
             {
                 "text": text,
-                "prompt_tokens": state.get("prompt_tokens", 0),
-                "completion_tokens": state.get("completion_tokens", self.count_tokens(text)),
-                "finish_reason": state.get("finish_reason", "stop"),
+                "prompt_tokens": record.prompt_tokens if record else 0,
+                "completion_tokens": record.completion_tokens if record else self.count_tokens(text),
+                "finish_reason": record.finish_reason if record else "stop",
             },
         )
 
-    # -- to implement -------------------------------------------------------------------------
-    def count_tokens(self, text: str) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
 
-    def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
-        raise NotImplementedError  # pragma: no cover
-
-    def _stream(
-        self, messages: list[dict], max_tokens: int, temperature: float, state: dict[str, Any]
-    ) -> Iterator[str]:
-        raise NotImplementedError  # pragma: no cover
+def _check_max_tokens(max_tokens: int) -> None:
+    # llama.cpp reads max_tokens <= 0 as "until the window is full": refuse it instead.
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
 
 
 # --------------------------------------------------------------------------------------------
 # llama.cpp backend
 
-
-# One loaded model per (file, n_ctx, n_gpu_layers, n_threads) per process: loading a GGUF costs
-# seconds to minutes and its memory is large; llama.cpp contexts are not thread-safe, hence the lock.
-_LOADED: dict[tuple, tuple[Any, threading.Lock]] = {}
-_LOADED_LOCK = threading.Lock()
 
 _PROBE = "tgr-system-probe-7f3a"
 
@@ -204,91 +213,8 @@ class _CaptureProxy:
         raise _Captured(kwargs)
 
 
-def gguf_architecture(path: Path) -> str | None:
-    """`general.architecture` read from the GGUF header (for error messages), or None."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(1 << 16)
-    except OSError:
-        return None
-    key = b"general.architecture"
-    i = head.find(key)
-    if i < 0:
-        return None
-    j = i + len(key)
-    try:
-        vtype, length = struct.unpack_from("<IQ", head, j)
-    except struct.error:
-        return None
-    if vtype != 8 or length > 256:  # 8 = GGUF string
-        return None
-    return head[j + 12 : j + 12 + length].decode("utf-8", "replace")
-
-
-def check_gguf(path: Path) -> None:
-    """Fail early, naming the file, when `path` is not a GGUF file (llama.cpp would abort vaguely)."""
-    if path.is_dir():
-        raise ModelLoadError(
-            f"LLM model {path} is a directory, not a GGUF file. To fix: set LLMConfig.model to the .gguf file itself."
-        )
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    if head != GGUF_MAGIC:
-        raise ModelLoadError(
-            f"LLM model {path} is not a GGUF file (it starts with {head!r}; GGUF files start with b'GGUF'). "
-            f"To fix: download the .gguf file again (it may be truncated or an HTML error page), or convert "
-            f"the model with llama.cpp's convert_hf_to_gguf.py."
-        )
-
-
-def _load_llama(path: Path, config: LLMConfig) -> tuple[Any, threading.Lock]:
-    llama_cpp = require("llama_cpp", "llm", "Community reports and answers")
-    n_gpu_layers = config.n_gpu_layers
-    if n_gpu_layers is None:
-        n_gpu_layers = -1 if llama_cpp.llama_supports_gpu_offload() else 0
-    key = (str(path.resolve()), config.n_ctx, n_gpu_layers, config.n_threads)
-    with _LOADED_LOCK:
-        if key in _LOADED:
-            return _LOADED[key]
-        check_gguf(path)
-        log.info("loading %s (n_ctx=%d, n_gpu_layers=%d)", path, config.n_ctx, n_gpu_layers)
-        try:
-            llama = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=config.n_ctx,
-                n_gpu_layers=n_gpu_layers,
-                n_threads=config.n_threads,
-                seed=config.seed,
-                verbose=False,
-            )
-        except Exception as exc:
-            arch = gguf_architecture(path) or "unknown"
-            version = getattr(llama_cpp, "__version__", "?")
-            raise ModelLoadError(
-                f"llama.cpp could not load {path} (architecture '{arch}'): {exc}. The file may be corrupt, "
-                f"or its architecture is not supported by llama-cpp-python {version}. To fix: upgrade it "
-                f"(pip install -U llama-cpp-python) or use a GGUF of a supported model."
-            ) from exc
-        _LOADED[key] = (llama, threading.Lock())
-        return _LOADED[key]
-
-
-@functools.lru_cache(maxsize=16)
-def _schema_grammar(schema_json: str) -> Any:
-    """A GBNF grammar for a JSON schema whose strings cannot hold raw control characters.
-
-    llama-cpp-python's converter lets a string contain raw newlines (invalid JSON), and small
-    models then loop on lines like "\\n- 1\\n- 2" until max_tokens; JSON escapes stay allowed.
-    """
-    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
-
-    gbnf = json_schema_to_gbnf(schema_json)
-    gbnf = gbnf.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x7F\\x00-\\x1F]', 1)
-    return LlamaGrammar.from_string(gbnf, verbose=False)
-
-
-class LlamaCppLLM(_CachedLLM):
-    """A local GGUF model run by llama-cpp-python.
+class LlamaCppLLM:
+    """A local GGUF model run by llama-cpp-python: an `LLM` backend without a cache (see `open_llm`).
 
     Calls on one loaded model are serialised by a lock; a `stream` holds it until the stream is
     read to its end or closed, so finish (or close) a stream before the next call on that model.
@@ -299,12 +225,10 @@ class LlamaCppLLM(_CachedLLM):
         config: LLMConfig | None = None,
         *,
         models_dir: str | os.PathLike | None = None,
-        cache: CallCache | None = None,
     ) -> None:
-        super().__init__(cache)
         self.config = config = config or LLMConfig()
         self.path = resolve_model(config.model, kind="gguf", models_dir_=models_dir)
-        self._llama, self._lock = _load_llama(self.path, config)
+        self._llama, self._lock = load_llama(self.path, config)
         self.name = self.path.name
         self.n_ctx = int(self._llama.n_ctx())
         self.seed = config.seed
@@ -413,6 +337,7 @@ class LlamaCppLLM(_CachedLLM):
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def _run_kwargs(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> dict:
+        _check_max_tokens(max_tokens)
         kwargs = self._capture(messages, schema, max_tokens, temperature)
         n_prompt = len(kwargs["prompt"])
         # llama-cpp-python would silently shrink max_tokens to what is left; we refuse instead.
@@ -420,10 +345,17 @@ class LlamaCppLLM(_CachedLLM):
             raise context_window_error(n_prompt, max_tokens, self.n_ctx)
         kwargs["max_tokens"] = max_tokens
         if schema is not None:
-            kwargs["grammar"] = _schema_grammar(json.dumps(schema, sort_keys=True))
+            kwargs["grammar"] = schema_grammar(json.dumps(schema, sort_keys=True))
         return kwargs
 
-    def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
+    def complete(
+        self,
+        messages: list[dict],
+        *,
+        schema: dict | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Completion:
         with self._lock:
             kwargs = self._run_kwargs(messages, schema, max_tokens, temperature)
             out = self._llama.create_completion(**kwargs)
@@ -437,113 +369,29 @@ class LlamaCppLLM(_CachedLLM):
             cached=False,
         )
 
-    def _stream(
-        self, messages: list[dict], max_tokens: int, temperature: float, state: dict[str, Any]
-    ) -> Iterator[str]:
+    def stream(
+        self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Generator[str, None, Completion]:
         with self._lock:
             kwargs = self._run_kwargs(messages, None, max_tokens, temperature)
             kwargs["stream"] = True
-            state["started"] = True
-            state["prompt_tokens"] = len(kwargs["prompt"])
-            n = 0
+            pieces: list[str] = []
+            finish = "stop"
             for chunk in self._llama.create_completion(**kwargs):
                 choice = chunk["choices"][0]
                 if choice.get("finish_reason"):
-                    state["finish_reason"] = choice["finish_reason"]
+                    finish = choice["finish_reason"]
                 if choice.get("text"):
-                    n += 1
+                    pieces.append(choice["text"])
                     yield choice["text"]
-            state["completion_tokens"] = n
+        return Completion("".join(pieces), len(kwargs["prompt"]), len(pieces), finish)
 
 
-# --------------------------------------------------------------------------------------------
-# Fake for unit tests
-
-
-Responder = Callable[[list[dict], "dict | None", int], "str | dict | list"]
-
-
-def example_from_schema(schema: dict) -> Any:
-    """A small instance of a JSON schema (objects, arrays, strings, numbers, booleans, enums)."""
-    if "enum" in schema:
-        return schema["enum"][0]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = kind[0]
-    if kind == "object":
-        return {k: example_from_schema(v) for k, v in schema.get("properties", {}).items()}
-    if kind == "array":
-        return [example_from_schema(schema.get("items", {})) for _ in range(max(1, schema.get("minItems", 1)))]
-    if kind in ("number", "integer"):
-        return schema.get("minimum", 0)
-    if kind == "boolean":
-        return False
-    if kind == "null":
-        return None
-    return "text"
-
-
-class FakeLLM(_CachedLLM):
-    """Deterministic stand-in for unit tests of our own logic (not of the model integration).
-
-    Tokens are whitespace-separated words. `respond(messages, schema, max_tokens)` returns the
-    output (a dict/list is dumped as JSON); by default a minimal instance of the schema, else an
-    echo of the last message. Output longer than max_tokens words is cut to max_tokens words
-    with finish_reason "length", like a real model running out of tokens.
-    """
-
-    def __init__(
-        self,
-        respond: Responder | None = None,
-        *,
-        n_ctx: int = 4096,
-        name: str = "fake",
-        cache: CallCache | None = None,
-        seed: int = 0,
-    ) -> None:
-        super().__init__(cache)
-        self.respond = respond
-        self.name = name
-        self.n_ctx = n_ctx
-        self.seed = seed
-        self.fingerprint = f"fake:{name}"
-        self.requests: list[dict[str, Any]] = []  # every real call, for assertions
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def prompt_tokens(self, messages: list[dict]) -> int:
-        return sum(self.count_tokens(m.get("content") or "") for m in messages)
-
-    def _output(self, messages: list[dict], schema: dict | None, max_tokens: int) -> str:
-        if self.respond is not None:
-            out = self.respond(messages, schema, max_tokens)
-        elif schema is not None:
-            out = example_from_schema(schema)
-        else:
-            out = "echo: " + (messages[-1].get("content") or "" if messages else "")
-        return out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
-
-    def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
-        n_prompt = self.prompt_tokens(messages)
-        if n_prompt + max_tokens > self.n_ctx:
-            raise context_window_error(n_prompt, max_tokens, self.n_ctx)
-        self.requests.append({"messages": messages, "schema": schema, "max_tokens": max_tokens})
-        text = self._output(messages, schema, max_tokens)
-        words = re.findall(r"\S+\s*", text)
-        finish = "stop"
-        if len(words) > max_tokens:
-            text, finish = "".join(words[:max_tokens]).rstrip(), "length"
-        return Completion(text, n_prompt, min(len(words), max_tokens), finish, cached=False)
-
-    def _stream(
-        self, messages: list[dict], max_tokens: int, temperature: float, state: dict[str, Any]
-    ) -> Iterator[str]:
-        result = self._complete(messages, None, max_tokens, temperature)
-        state["started"] = True
-        state.update(
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
-            finish_reason=result.finish_reason,
-        )
-        yield from re.findall(r"\S+\s*", result.text)
+def open_llm(
+    config: LLMConfig | None = None,
+    *,
+    models_dir: str | os.PathLike | None = None,
+    cache: CallCache | None = None,
+) -> CachedLLM:
+    """The configured GGUF model behind the call cache: how build and search get their LLM."""
+    return CachedLLM(LlamaCppLLM(config, models_dir=models_dir), cache)

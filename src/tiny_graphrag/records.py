@@ -107,6 +107,9 @@ class Report:
     rating: float
     rating_explanation: str
     findings: tuple[Finding, ...] = field(default_factory=tuple)
+    # True when the model's output was unusable and the report lists the members instead;
+    # a default, so indexes stored before this field load unchanged.
+    fallback: bool = False
 
     def text(self) -> str:
         """The report as plain text, as it is embedded and shown to the model."""

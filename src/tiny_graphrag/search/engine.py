@@ -164,10 +164,10 @@ class QueryEngine:
     def llm(self):
         """The LLM, loaded on first use."""
         if self._llm is None:
-            from ..llm import LlamaCppLLM
+            from ..llm import open_llm
 
             assert self._llm_config is not None
-            self._llm = LlamaCppLLM(self._llm_config, models_dir=self.models_dir, cache=self._cache)
+            self._llm = open_llm(self._llm_config, models_dir=self.models_dir, cache=self._cache)
         return self._llm
 
     @property

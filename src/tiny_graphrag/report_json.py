@@ -1,0 +1,100 @@
+"""A community report from model output: JSON parsing, repair of cut-off output, validation.
+
+A small model's output can stop mid-JSON (max_tokens) or hold raw newlines inside strings; what
+is complete is kept, and anything not in REPORT_SCHEMA's shape is refused (None), never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _closing_candidates(text: str) -> list[str]:
+    """Ways to end a truncated JSON text after a complete member, longest first."""
+    stack: list[str] = []
+    in_string = escape = False
+    cuts: list[tuple[int, str]] = []
+    for i, ch in enumerate(text):
+        if in_string:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if stack:
+                stack.pop()
+            cuts.append((i + 1, "".join(reversed(stack))))
+        elif ch == ",":
+            cuts.append((i, "".join(reversed(stack))))
+    return [text[:pos] + closers for pos, closers in reversed(cuts)]
+
+
+def _loads_object(text: str) -> dict | None:
+    text = text.strip()
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        # strict=False: a raw newline inside a string is harmless; keep what the model wrote
+        value, _ = json.JSONDecoder(strict=False).raw_decode(text[start:])
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _clean(value: Any) -> str | None:
+    return " ".join(value.split()) if isinstance(value, str) and value.strip() else None
+
+
+def validate_report(data: Any) -> dict | None:
+    """A report dict in REPORT_SCHEMA's shape (rating clamped to 0..10), or None if invalid."""
+    if not isinstance(data, dict):
+        return None
+    title, summary = _clean(data.get("title")), _clean(data.get("summary"))
+    rating = data.get("rating")
+    explanation = data.get("rating_explanation")
+    findings_in = data.get("findings")
+    if title is None or summary is None or not isinstance(explanation, str):
+        return None
+    if isinstance(rating, bool) or not isinstance(rating, (int, float)) or rating != rating:
+        return None
+    if not isinstance(findings_in, list):
+        return None
+    findings = []
+    for f in findings_in[:5]:
+        if isinstance(f, dict) and _clean(f.get("summary")) and _clean(f.get("explanation")):
+            findings.append({"summary": _clean(f["summary"]), "explanation": _clean(f["explanation"])})
+    if not findings:
+        return None
+    return {
+        "title": title,
+        "summary": summary,
+        "rating": float(min(10.0, max(0.0, rating))),
+        "rating_explanation": " ".join(explanation.split()),
+        "findings": findings,
+    }
+
+
+def parse_report_json(text: str, *, truncated: bool = False) -> tuple[dict, bool] | None:
+    """(report dict, repaired?) from model output; a truncated text is closed after its last
+    complete member, dropping an unfinished finding. None when nothing valid can be recovered."""
+    if not truncated:
+        valid = validate_report(_loads_object(text))
+        if valid is not None:
+            return valid, False
+    start = text.find("{")
+    if start < 0:
+        return None
+    for candidate in _closing_candidates(text[start:]):
+        valid = validate_report(_loads_object(candidate))
+        if valid is not None:
+            return valid, True
+    return None
