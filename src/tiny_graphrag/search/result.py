@@ -6,6 +6,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
+from ..citations import parse_citations
+
 
 @dataclass(frozen=True)
 class SourceChunk:
@@ -113,6 +115,17 @@ class Sources:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The model calls of one category of a search ("answer", "map", "reduce"), counted apart as
+    microsoft/graphrag's structured_search does, so a mode's cost shows where it goes."""
+
+    llm_calls: int = 0  # real model calls (cache hits not included)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0  # calls answered from the call cache
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """One search. `str(result)` is the answer; `context` is exactly the data the model saw."""
 
@@ -121,19 +134,35 @@ class SearchResult:
     answer: str
     context: str
     sources: Sources
-    llm_calls: int = 0  # model calls made for this search (cache hits not included)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     context_tokens: int = 0  # tokens of `context`, counted by `token_counter`
     token_counter: str = ""
     seconds: Mapping[str, float] = field(default_factory=dict)  # per step, e.g. {"link": .., "context": ..}
     notes: tuple[str, ...] = ()  # things the user should know (no entity linked, approximate tokens...)
     details: Mapping[str, Any] = field(default_factory=dict)  # mode-specific: linked entities, level, points
     invalid_citations: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # removed from the answer
-    cache_hits: int = 0  # model calls answered from the call cache
+    usage: Mapping[str, Usage] = field(default_factory=dict)  # per category: "answer", or "map" and "reduce"
 
     def __str__(self) -> str:
         return self.answer
+
+    # The totals over every category (the usage of the whole search).
+    @property
+    def llm_calls(self) -> int:
+        """Model calls made for this search (cache hits not included)."""
+        return sum(u.llm_calls for u in self.usage.values())
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(u.prompt_tokens for u in self.usage.values())
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(u.completion_tokens for u in self.usage.values())
+
+    @property
+    def cache_hits(self) -> int:
+        """Model calls answered from the call cache."""
+        return sum(u.cache_hits for u in self.usage.values())
 
     @property
     def only_context(self) -> bool:
@@ -141,8 +170,6 @@ class SearchResult:
 
     def citations(self) -> dict[str, list[int]]:
         """Ids cited in the answer, by kind."""
-        from ..citations import parse_citations
-
         return parse_citations(self.answer)
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,6 +179,8 @@ class SearchResult:
         d["details"] = dict(self.details)
         d["invalid_citations"] = {k: list(v) for k, v in self.invalid_citations.items()}
         d["documents"] = list(self.sources.documents)
+        for total in ("llm_calls", "prompt_tokens", "completion_tokens", "cache_hits"):
+            d[total] = getattr(self, total)
         return d
 
 
