@@ -129,8 +129,11 @@ class LocalRetriever:
         selected = set(keys)
         degree = dict(self.graph.degree(keys))
 
-        def combined(u: str, v: str) -> int:
-            return degree.get(u, 0) + degree.get(v, 0) if v in degree else degree.get(u, 0) + self.graph.degree(v)
+        def combined(u: str, v: str) -> int:  # an endpoint outside the selection counts its degree too
+            for n in (u, v):
+                if n not in degree:
+                    degree[n] = self.graph.degree(n)
+            return degree[u] + degree[v]
 
         inside: list[tuple] = []
         outside: list[tuple] = []
