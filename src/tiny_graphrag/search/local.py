@@ -160,7 +160,6 @@ class LocalRetriever:
         return sorted(score, key=lambda cid: (-score[cid], cid))
 
 
-
 def _best_first(mass: np.ndarray, k: int) -> np.ndarray:
     """Indices of at least the k largest positive masses, largest first, ties by index (as a
     stable argsort would order them), without sorting every entity of a large graph."""
@@ -183,9 +182,7 @@ def search_local(
     with run.timer("context"):
         if not cand.linked:
             run.notes.append("no entity in the graph matched the query: the context holds text chunks only")
-        relevant = bool(cand.linked) or bool(cand.hybrid.keyword) or any(
-            s >= engine.config.naive.min_similarity for _, s in cand.hybrid.dense[:1]
-        )
+        relevant = bool(cand.linked) or cand.hybrid.relevant(engine.config.naive.min_similarity)
         chunk_ids = [c for c, _ in cand.chunks[:50]] if relevant else []
         reports = [(engine.globals.id_of[c], engine.reports_by_community[c]) for c in cand.communities
                    if c in engine.reports_by_community]

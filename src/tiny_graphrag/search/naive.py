@@ -53,6 +53,10 @@ class Ranked:
     def ids(self, which: str = "fused") -> list[str]:
         return [cid for cid, _ in getattr(self, which)]
 
+    def relevant(self, min_similarity: float) -> bool:
+        """A keyword hit or a chunk similar enough; else nothing in the index is about the query."""
+        return bool(self.keyword) or any(s >= min_similarity for _, s in self.dense[:1])
+
 
 class HybridRetriever:
     """Dense + keyword chunk ranking over one index, fused by weighted reciprocal rank fusion."""
@@ -90,9 +94,7 @@ def search_naive(
     with run.timer("retrieve"):
         ranked = engine.hybrid.rank(query, qvec)
     with run.timer("context"):
-        # No keyword hit and no chunk similar enough: nothing is relevant, so nothing is shown.
-        relevant = bool(ranked.keyword) or any(s >= config.min_similarity for _, s in ranked.dense[:1])
-        ids = ranked.ids("fused")[: config.top_chunks] if relevant else []
+        ids = ranked.ids("fused")[: config.top_chunks] if ranked.relevant(config.min_similarity) else []
         built = build_naive_context([engine.store.chunk(c) for c in ids], engine.sid_of, room, run.counter)
     run.details.update(
         budget=room, section_tokens=dict(built.section_tokens),
