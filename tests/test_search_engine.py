@@ -274,9 +274,10 @@ def test_usage_per_category(index, embedder):
         g = qe.global_search("What are the main themes?", level=1)
         assert set(g.usage) == {"map", "reduce"}
         assert g.usage["map"].llm_calls == g.details["map_chunks"] > 1 and g.usage["reduce"].llm_calls == 1
-        assert g.usage["reduce"].prompt_tokens == sum(map(llm.count_tokens, (m["content"] for m in llm.requests[-1]["messages"])))
+        reduce_request, map_requests = llm.requests[-1], llm.requests[:-1]
+        assert g.usage["reduce"].prompt_tokens == sum(llm.count_tokens(m["content"]) for m in reduce_request["messages"])
         assert g.usage["map"].prompt_tokens == sum(
-            llm.count_tokens(m["content"]) for req in llm.requests[:-1] for m in req["messages"])
+            llm.count_tokens(m["content"]) for req in map_requests for m in req["messages"])
         local = qe.local_search("Who worked with Charles Babbage?")
         assert set(local.usage) == {"answer"} and local.usage["answer"] == _totals(local)
         again = qe.local_search("Who worked with Charles Babbage?")  # the same call: from the cache
@@ -289,7 +290,8 @@ def test_usage_per_category(index, embedder):
         d = json.loads(json.dumps(r.to_dict()))
         assert set(d) == OLD_KEYS | {"usage"}
         assert d["usage"] == {k: dataclasses.asdict(u) for k, u in r.usage.items()}
-        assert (d["llm_calls"], d["prompt_tokens"], d["completion_tokens"], d["cache_hits"]) == dataclasses.astuple(total)
+        totals = (d["llm_calls"], d["prompt_tokens"], d["completion_tokens"], d["cache_hits"])
+        assert totals == dataclasses.astuple(total)
 
 
 def test_streamed_usage_and_seconds(engine):

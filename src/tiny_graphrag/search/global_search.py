@@ -32,7 +32,9 @@ from ..records import Report
 from ..tables import Count
 from .answer import CallMeter
 from .config import GlobalConfig
-from .context import BuiltContext, KeyPoint, MapBatch, build_reduce_context, nested_sources, pack_report_batches, source_report
+from .context import (
+    BuiltContext, KeyPoint, MapBatch, build_reduce_context, nested_sources, pack_report_batches, source_report,
+)
 from .prompts import map_messages, map_schema, reduce_messages
 from .result import SearchResult, Sources, StreamingResult
 from .vectors import VectorIndex
