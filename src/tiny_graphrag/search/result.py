@@ -140,7 +140,9 @@ class SearchResult:
     notes: tuple[str, ...] = ()  # things the user should know (no entity linked, approximate tokens...)
     details: Mapping[str, Any] = field(default_factory=dict)  # mode-specific: linked entities, level, points
     invalid_citations: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # removed from the answer
-    usage: Mapping[str, Usage] = field(default_factory=dict)  # per category: "answer", or "map" and "reduce"
+    # Model calls per category: "answer" (local, naive) or "map" and "reduce" (global); a call
+    # that was not made (only_context, nothing relevant) has no entry.
+    usage: Mapping[str, Usage] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.answer
