@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterator, Mapping
 
 from ..citations import parse_citations
@@ -125,6 +125,11 @@ class Usage:
     cache_hits: int = 0  # calls answered from the call cache
 
 
+def _total(name: str) -> property:
+    # Totals are sums over `usage`, never stored apart, so they cannot disagree with it.
+    return property(lambda self: sum(getattr(u, name) for u in self.usage.values()), doc=f"{name} of all categories")
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """One search. `str(result)` is the answer; `context` is exactly the data the model saw."""
@@ -147,24 +152,11 @@ class SearchResult:
     def __str__(self) -> str:
         return self.answer
 
-    # The totals over every category (the usage of the whole search).
-    @property
-    def llm_calls(self) -> int:
-        """Model calls made for this search (cache hits not included)."""
-        return sum(u.llm_calls for u in self.usage.values())
-
-    @property
-    def prompt_tokens(self) -> int:
-        return sum(u.prompt_tokens for u in self.usage.values())
-
-    @property
-    def completion_tokens(self) -> int:
-        return sum(u.completion_tokens for u in self.usage.values())
-
-    @property
-    def cache_hits(self) -> int:
-        """Model calls answered from the call cache."""
-        return sum(u.cache_hits for u in self.usage.values())
+    # The totals over every category. llm_calls: real model calls; cache_hits: calls answered from the cache.
+    llm_calls = _total("llm_calls")
+    prompt_tokens = _total("prompt_tokens")
+    completion_tokens = _total("completion_tokens")
+    cache_hits = _total("cache_hits")
 
     @property
     def only_context(self) -> bool:
@@ -181,8 +173,7 @@ class SearchResult:
         d["details"] = dict(self.details)
         d["invalid_citations"] = {k: list(v) for k, v in self.invalid_citations.items()}
         d["documents"] = list(self.sources.documents)
-        for total in ("llm_calls", "prompt_tokens", "completion_tokens", "cache_hits"):
-            d[total] = getattr(self, total)
+        d.update((f.name, getattr(self, f.name)) for f in fields(Usage))
         return d
 
 
