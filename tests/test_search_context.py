@@ -27,7 +27,21 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-COUNTERS = [words, approximate_tokens]
+def lines_cost_more(text: str) -> int:
+    """Words plus one token per two line breaks: a table costs more than its rows counted apart."""
+    return len(text.split()) + text.count("\n") // 2
+
+
+def more_than_its_parts(text: str) -> int:
+    """Words plus a third of them, rounded down: a text counted whole costs at least the sum of
+    its parts counted apart, and often more (as where a tokenizer merges differently across a
+    join), so only measuring whole tables and contexts keeps a budget."""
+    n = len(text.split())
+    return n + n // 3
+
+
+# The last two do not add up row by row, so the whole-table checks of every packer must run.
+COUNTERS = [words, approximate_tokens, lines_cost_more, more_than_its_parts]
 
 
 def _report(i: int, n_words: int = 30) -> Report:
@@ -126,3 +140,28 @@ def test_approximate_tokens_is_conservative_and_handles_scripts():
     assert approximate_tokens("hello world") >= 2
     assert approximate_tokens("朱元璋是明朝的开国皇帝") >= 10  # about one token per CJK character
     assert approximate_tokens("2024-05-01") >= 3
+
+
+@pytest.mark.parametrize("count", COUNTERS)
+@pytest.mark.parametrize("budget", [10, 25, 40, 80, 200])
+def test_reduce_context_fits_any_counter(count, budget):
+    points = [KeyPoint(f"point {i} " + "x " * (i % 4), 10 + i, i) for i in range(20)]
+    text, kept, n = build_reduce_context(points, budget, count)
+    assert n == count(text) <= budget
+    assert [p.score for p in kept] == sorted((p.score for p in kept), reverse=True)
+
+
+def grows_faster(text: str) -> int:
+    """Words plus their square / 200: the more rows a table holds, the more each costs."""
+    n = len(text.split())
+    return n + n * n // 200
+
+
+@pytest.mark.parametrize("chunk_tokens", [40, 60, 120])
+def test_map_batches_fit_where_rows_add_up_to_far_less_than_the_batch(chunk_tokens):
+    # Once a batch measured whole was over, its last row alone was moved on and the rest kept
+    # unchecked: here that rest was still over (71 tokens in a 60-token batch).
+    reports = [(i, Report(f"c{i}", 0, "T", "x", 5.0, "", ())) for i in range(40)]
+    batches = pack_report_batches(reports, chunk_tokens, grows_faster, seed=0)
+    assert all(b.tokens == grows_faster(b.text) <= chunk_tokens for b in batches)
+    assert sorted(r for b in batches for r in b.report_ids) == list(range(40))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -9,14 +10,14 @@ import shutil
 import pytest
 
 from tiny_graphrag.config import LLMConfig
-from tiny_graphrag.errors import IndexFormatError, InputError, ModelNotFoundError
+from tiny_graphrag.errors import IndexFormatError, InputError, ModelNotFoundError, TinyGraphRAGError
 from _fakes import FakeLLM
 from tiny_graphrag.citations import parse_citations, unresolved
 from tiny_graphrag.search.config import GlobalConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine
 from tiny_graphrag.search.global_search import INVALID_MAP_ANSWER
 from tiny_graphrag.search.prompts import NO_DATA_ANSWER
-from tiny_graphrag.search.result import SearchResult, StreamingResult
+from tiny_graphrag.search.result import SearchResult, StreamingResult, Usage
 from tiny_graphrag.store import IndexStore
 
 from test_search_fixtures import build_test_index, points_json
@@ -242,3 +243,61 @@ def test_global_search_without_reports(tmp_path, embedder):
             qe.global_search("themes?")
         r = qe.local_search("Who is Grace Hopper?")  # local still works without reports
         assert "-----Reports-----" not in r.context and r.answer
+
+
+def test_index_without_reports_needs_no_llm_for_contexts(tmp_path, embedder):
+    path = build_test_index(tmp_path / "noreports", embedder, with_reports=False)
+    with QueryEngine(path, llm=LLMConfig(model="missing.gguf"), embedder=embedder) as qe:
+        for mode in ("local", "naive"):
+            r = getattr(qe, f"{mode}_search")("Who is Grace Hopper?", only_context=True)
+            assert "Grace Hopper" in r.context and r.llm_calls == 0
+        for only_context in (True, False):  # an error naming the build option, before any model is looked for
+            with pytest.raises(TinyGraphRAGError, match=r"no community reports.*--no-reports"):
+                qe.global_search("What are the main themes?", only_context=only_context)
+        assert not qe.llm_loaded
+
+
+# ---- usage per category ---------------------------------------------------------------------------
+OLD_KEYS = {"mode", "query", "answer", "context", "sources", "llm_calls", "prompt_tokens", "completion_tokens",
+            "context_tokens", "token_counter", "seconds", "notes", "details", "invalid_citations", "cache_hits",
+            "documents"}
+
+
+def _totals(r) -> Usage:
+    return Usage(r.llm_calls, r.prompt_tokens, r.completion_tokens, r.cache_hits)
+
+
+def test_usage_per_category(index, embedder):
+    cfg = SearchConfig(global_=GlobalConfig(map_chunk_tokens=120))
+    llm = FakeLLM(citing_responder, n_ctx=4096)
+    with QueryEngine(index, llm=llm, embedder=embedder, config=cfg) as qe:
+        g = qe.global_search("What are the main themes?", level=1)
+        assert set(g.usage) == {"map", "reduce"}
+        assert g.usage["map"].llm_calls == g.details["map_chunks"] > 1 and g.usage["reduce"].llm_calls == 1
+        reduce_request, map_requests = llm.requests[-1], llm.requests[:-1]
+        assert g.usage["reduce"].prompt_tokens == sum(llm.count_tokens(m["content"]) for m in reduce_request["messages"])
+        assert g.usage["map"].prompt_tokens == sum(
+            llm.count_tokens(m["content"]) for req in map_requests for m in req["messages"])
+        local = qe.local_search("Who worked with Charles Babbage?")
+        assert set(local.usage) == {"answer"} and local.usage["answer"] == _totals(local)
+        again = qe.local_search("Who worked with Charles Babbage?")  # the same call: from the cache
+        assert again.usage["answer"] == Usage(0, local.prompt_tokens, local.completion_tokens, 1)
+        assert again.answer == local.answer
+        assert qe.naive_search("Where did Alan Turing study?", only_context=True).usage == {}
+    for r in (g, local, again):
+        total = Usage(*(sum(getattr(u, f) for u in r.usage.values()) for f in Usage.__dataclass_fields__))
+        assert _totals(r) == total
+        d = json.loads(json.dumps(r.to_dict()))
+        assert set(d) == OLD_KEYS | {"usage"}
+        assert d["usage"] == {k: dataclasses.asdict(u) for k, u in r.usage.items()}
+        totals = (d["llm_calls"], d["prompt_tokens"], d["completion_tokens"], d["cache_hits"])
+        assert totals == dataclasses.astuple(total)
+
+
+def test_streamed_usage_and_seconds(engine):
+    s = engine.global_search("Where did Alan Turing study?", stream=True, level=0)
+    assert "answer" not in s.seconds and "total" not in s.seconds  # not known before the answer
+    list(s)
+    assert {"context", "map", "reduce_context", "answer", "total"} <= set(s.result.seconds)
+    assert s.result.usage["reduce"].llm_calls == 1
+    assert s.result.usage["reduce"].completion_tokens == len(s.partial_answer.split())

@@ -13,6 +13,7 @@ _EXPORTS = {
     "SearchResult": "tiny_graphrag.search.result",
     "StreamingResult": "tiny_graphrag.search.result",
     "Sources": "tiny_graphrag.search.result",
+    "Usage": "tiny_graphrag.search.result",
     "SearchConfig": "tiny_graphrag.search.config",
     "LocalConfig": "tiny_graphrag.search.config",
     "GlobalConfig": "tiny_graphrag.search.config",

@@ -11,18 +11,19 @@ id the model cites.
 
 from __future__ import annotations
 
-import logging
 import random
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from ..citations import parse_citations
 from ..records import Chunk, Report
-from ..tables import Count, cell, pack_table, row
+from ..tables import Count, pack_table, row
 from .config import LocalConfig
 from .result import SourceChunk, SourceEntity, SourceRelation, SourceReport, Sources
-from .tokens import TokenCounter
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store import IndexStore
+    from .graph_index import GraphIndex
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,30 @@ def relation_rows(graph, edges: Sequence[tuple[str, str, str]]) -> list[tuple[st
     return out
 
 
+def nested_sources(sources: Sources, store: IndexStore, index: GraphIndex) -> Sources:
+    """`sources` plus what the shown reports cite in their own [Data: ...] citations, so that an id
+    a model copies out of a report resolves too."""
+    cited: dict[str, list[int]] = {"sources": [], "entities": [], "relationships": []}
+    for r in sources.reports:
+        for kind, ids in parse_citations(r.text).items():
+            if kind in cited:
+                cited[kind].extend(ids)
+    chunks = []
+    for sid in dict.fromkeys(cited["sources"]):
+        try:
+            chunks.append(source_chunk(store.chunk_by_sid(sid), sid))
+        except KeyError:
+            pass
+    keys = [index.node_by_hid[h] for h in dict.fromkeys(cited["entities"]) if h in index.node_by_hid]
+    edges = [index.edge_by_hid[h] for h in dict.fromkeys(cited["relationships"]) if h in index.edge_by_hid]
+    extra = Sources(
+        chunks=tuple(chunks),
+        entities=tuple(s for _, s in entity_rows(index.graph, keys)),
+        relationships=tuple(s for _, s in relation_rows(index.graph, edges)),
+    )
+    return sources.merged(extra)
+
+
 ENTITY_HEADER = "id|entity|type|description|mentions"
 RELATION_HEADER = "id|source|target|relation|weight"
 REPORT_HEADER = "id|title|content"
@@ -135,18 +160,15 @@ def build_local_context(
         "Relationships", RELATION_HEADER, relation_rows(graph, relationships), rel_budget, count
     )
     head = join_sections([report_text, ent_text, rel_text])
-    used = count(head + "\n\n") if head else 0
-    text_budget = budget - used
-    src_text, chunk_src, n_src = pack_table("Sources", SOURCE_HEADER, chunk_rows(chunks, sid_of), text_budget, count)
+    prefix = head + "\n\n" if head else ""
+    used = count(prefix) if prefix else 0
+    # The text table is measured where it stands, after the other sections: tokens merged or split
+    # across the join then count against its budget, and pack_table's own check holds the bound.
+    src_text, chunk_src, n_src = pack_table(
+        "Sources", SOURCE_HEADER, chunk_rows(chunks, sid_of), budget - used, _after(prefix, used, "Sources", count)
+    )
     full = join_sections([head, src_text])
-    total = count(full)
-    while total > budget and chunk_src:  # cannot happen with sane tokenizers; guarantees the bound anyway
-        chunk_src = chunk_src[:-1]
-        src_text, _, n_src = pack_table(
-            "Sources", SOURCE_HEADER, [(row(c.id, c.text), c) for c in chunk_src], text_budget, count
-        )
-        full = join_sections([head, src_text])
-        total = count(full)
+    total = used + n_src if src_text else count(head)
     sources = Sources(
         chunks=tuple(chunk_src), reports=tuple(report_src), entities=tuple(ent_src), relationships=tuple(rel_src)
     )
@@ -155,6 +177,15 @@ def build_local_context(
         {"reports": n_reports, "entities": n_ent, "relationships": n_rel, "sources": n_src},
         {"budgets": shares},
     )
+
+
+def _after(prefix: str, n_prefix: int, title: str, count: Count) -> Count:
+    """`count` for pack_table, except that the table (whole, or its header) is counted by what it
+    adds to `prefix` (`n_prefix` tokens); its rows are counted alone, as always."""
+    if not prefix:
+        return count
+    marker = f"-----{title}-----"
+    return lambda text: count(prefix + text) - n_prefix if text.startswith(marker) else count(text)
 
 
 # ---- global ----------------------------------------------------------------------------------
@@ -195,45 +226,30 @@ def pack_report_batches(
     room = chunk_tokens - head_cost
     if room <= 0:
         raise ValueError(f"map chunk size {chunk_tokens} tokens leaves no room for a report")
-    batches: list[MapBatch] = []
-    rows: list[str] = []
-    ids: list[int] = []
-    used = head_cost
-
-    def flush() -> None:
-        nonlocal rows, ids, used
-        if rows:
-            text = head + "\n" + "\n".join(rows)
-            batches.append(MapBatch(text, tuple(ids), count(text)))
-        rows, ids, used = [], [], head_cost
-
+    lines: list[tuple[int, str, int]] = []  # report id, row, tokens of the row alone
     for rid, report in items:
         line = row(rid, report.title, report.text())
         cost = count(line + "\n")
         if cost > room:
             line = fit_text(line, room - 1, count)
             cost = count(line + "\n")
-        if used + cost > chunk_tokens:
-            flush()
-        rows.append(line)
-        ids.append(rid)
-        used += cost
-    flush()
-    # Measured as a whole, a batch may come out a token or two over: move its last row on.
-    fixed: list[MapBatch] = []
-    queue = list(batches)
-    while queue:
-        b = queue.pop(0)
-        if b.tokens <= chunk_tokens or len(b.report_ids) == 1:
-            fixed.append(b)
-            continue
-        lines = b.text.split("\n")
-        keep, last = lines[:-1], lines[-1]
-        text = "\n".join(keep)
-        fixed.append(MapBatch(text, b.report_ids[:-1], count(text)))
-        spill = head + "\n" + last
-        queue.insert(0, MapBatch(spill, b.report_ids[-1:], count(spill)))
-    return fixed
+        lines.append((rid, line, cost))
+    batches: list[MapBatch] = []
+    start = 0
+    while start < len(lines):
+        end, used = start + 1, head_cost + lines[start][2]
+        while end < len(lines) and used + lines[end][2] <= chunk_tokens:
+            used += lines[end][2]
+            end += 1
+        while True:  # measured as a whole a batch may come out over: its last rows go to the next one
+            text = head + "\n" + "\n".join(line for _, line, _ in lines[start:end])
+            n = count(text)
+            if n <= chunk_tokens or end == start + 1:
+                break
+            end -= 1
+        batches.append(MapBatch(text, tuple(rid for rid, _, _ in lines[start:end]), n))
+        start = end
+    return batches
 
 
 @dataclass(frozen=True)
@@ -265,12 +281,3 @@ def build_reduce_context(points: Sequence[KeyPoint], budget: int, count: Count) 
         text = "\n\n".join(blocks)
         n = count(text)
     return text, kept, n
-
-
-def counter_note(counter: TokenCounter) -> tuple[str, ...]:
-    if counter.exact:
-        return ()
-    return (
-        "token counts are approximate: no LLM is loaded, so budgets were counted with a conservative "
-        "estimate instead of the model's tokenizer",
-    )

@@ -12,6 +12,8 @@
   budget is full; one more call writes the answer citing reports. Calls = map chunks + 1.
 - Pre-filter (optional): keep only the reports most similar to the query (embedding cosine),
   cutting map calls on large graphs; `details` reports how many calls it saved.
+
+Usage is counted per category: "map" (all map calls) and "reduce" (the answer call).
 """
 
 from __future__ import annotations
@@ -20,14 +22,25 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..errors import InputError
+from ..llm import LLM
 from ..records import Report
+from ..tables import Count
+from .answer import CallMeter
 from .config import GlobalConfig
-from .context import KeyPoint, MapBatch, pack_report_batches
+from .context import (
+    BuiltContext, KeyPoint, MapBatch, build_reduce_context, nested_sources, pack_report_batches, source_report,
+)
+from .prompts import map_messages, map_schema, reduce_messages
+from .result import SearchResult, Sources, StreamingResult
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import QueryEngine
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +106,7 @@ class GlobalIndex:
     def at_level(self, level: int) -> list[tuple[int, Report]]:
         return [(self.id_of[r.community_id], r) for r in self.reports if r.level == level]
 
-    def choose_level(self, config: GlobalConfig, chunk_tokens: int, count, counter_name: str) -> int:
+    def choose_level(self, config: GlobalConfig, chunk_tokens: int, count: Count, counter_name: str) -> int:
         """The deepest level needing at most `max_map_chunks` map calls, else the root level."""
         levels = self.levels
         best = levels[0]
@@ -123,10 +136,8 @@ class GlobalIndex:
         return scored
 
 
-def run_map(llm, batches: Sequence[MapBatch], query: str, config: GlobalConfig) -> list[MapAnswer]:
+def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalConfig) -> list[MapAnswer]:
     """One constrained call per batch."""
-    from .prompts import map_messages, map_schema
-
     schema = map_schema(config.max_points)
     answers = []
     for i, batch in enumerate(batches):
@@ -137,3 +148,89 @@ def run_map(llm, batches: Sequence[MapBatch], query: str, config: GlobalConfig) 
             log.warning("map answer %d was not valid JSON (finish_reason=%s): %.120r", i, out.finish_reason, out.text)
         answers.append(MapAnswer(i, tuple(points), valid, out.text, out.prompt_tokens, out.completion_tokens))
     return answers
+
+
+def search_global(
+    engine: QueryEngine, query: str, level: int | None, config: GlobalConfig, *, only_context: bool, stream: bool
+) -> SearchResult | StreamingResult:
+    globals_ = engine.globals
+    if level is None:
+        level = config.level
+    levels = globals_.levels
+    if not levels:
+        raise InputError(
+            f"index {engine.path} has no community reports, which global search needs: it was built without "
+            "them (`tiny-graphrag build --no-reports`, BuildConfig(reports=False)) or its graph has no "
+            "communities. Rebuild it with reports (they need an LLM), or use local or naive search"
+        )
+    if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level not in levels):
+        raise InputError(f"community level {level!r} does not exist in {engine.path}; its levels are {levels}")
+    run = engine.begin("global", query, only_context=only_context)
+    counter = run.counter
+    chunk_tokens = min(config.map_chunk_tokens, run.room(map_messages("", query), config.map_max_tokens, "map"))
+    reduce_room = run.room(reduce_messages("", query), config.reduce_max_tokens, "reduce")
+
+    with run.timer("context"):
+        chosen = level if level is not None else globals_.choose_level(config, chunk_tokens, counter, counter.name)
+        at_level = globals_.at_level(chosen)
+        qvec = None
+        if config.prefilter_top is not None or config.prefilter_min_similarity is not None:
+            qvec = engine.embed_query(query)
+        selected = globals_.prefilter(at_level, qvec, config)
+        batches = pack_report_batches(selected, chunk_tokens, counter, seed=config.shuffle_seed)
+        without = len(batches)
+        if len(selected) != len(at_level):
+            without = len(pack_report_batches(at_level, chunk_tokens, counter, seed=config.shuffle_seed))
+
+    shown = {rid for b in batches for rid in b.report_ids}
+    sources = nested_sources(Sources(reports=tuple(source_report(rid, r) for rid, r in at_level if rid in shown)),
+                             engine.store, engine.graph_index)
+    map_text = "\n\n".join(f"=====Map call {i + 1} of {len(batches)}=====\n{b.text}" for i, b in enumerate(batches))
+    details: dict[str, Any] = run.details
+    details.update(
+        level=chosen,
+        levels=levels,
+        level_chosen_by="argument" if level is not None else "default rule (deepest level within max_map_chunks)",
+        reports_at_level=len(at_level),
+        reports_mapped=len(selected),
+        map_chunks=len(batches),
+        map_chunks_without_prefilter=without,
+        map_calls_saved_by_prefilter=without - len(batches),
+        map_chunk_tokens=chunk_tokens,
+        map_batch_tokens=[b.tokens for b in batches],
+        map_contexts=[b.text for b in batches],
+        reduce_budget=reduce_room,
+    )
+    map_tokens = sum(b.tokens for b in batches)
+    built = BuiltContext(map_text, sources, map_tokens, chunk_tokens, {"map": map_tokens})
+    if len(batches) > config.max_map_chunks and len(selected) == len(at_level):
+        run.notes.append(
+            f"level {chosen} needs {len(batches)} map calls (one per {chunk_tokens}-token chunk of reports); "
+            "GlobalConfig(prefilter_top=N) keeps only the N reports most similar to the query"
+        )
+    if only_context:
+        return run.result(built)
+
+    llm = run.llm
+    meter = CallMeter(llm)
+    with run.timer("map"):
+        answers = run_map(llm, batches, query, config)
+    run.usage["map"] = meter.usage(sum(a.prompt_tokens for a in answers), sum(a.completion_tokens for a in answers))
+    points = [p for a in answers for p in a.points]
+    with run.timer("reduce_context"):
+        reduce_text, kept, reduce_tokens = build_reduce_context(points, reduce_room, counter)
+    details.update(
+        invalid_map_answers=sum(1 for a in answers if not a.valid),
+        points=[{"score": p.score, "description": p.description, "batch": p.batch} for p in points],
+        points_in_reduce=len(kept),
+        reduce_context=reduce_text,
+        reduce_tokens=reduce_tokens,
+    )
+    if not kept:
+        run.notes.append("no map answer found anything helpful (every point scored 0): the reduce call was skipped")
+    # context_tokens of a global result: everything the model read, map batches and reduce points.
+    reduce_built = BuiltContext(reduce_text, sources, map_tokens + reduce_tokens, reduce_room,
+                                {"map": map_tokens, "reduce": reduce_tokens})
+    messages = reduce_messages(reduce_text, query) if kept else None
+    return run.answer(reduce_built, messages, max_tokens=config.reduce_max_tokens, category="reduce", stream=stream,
+                      context=map_text + "\n\n=====Reduce=====\n" + reduce_text)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..graph import normalize_name
 from .naive import STOPWORDS
 from .vectors import VectorIndex
 
@@ -36,8 +37,6 @@ def _is_linkable(norm: str) -> bool:
 
 class EntityLinker:
     def __init__(self, graph, entity_vectors: VectorIndex | None):
-        from ..graph import normalize_name
-
         self._normalize = normalize_name
         self.vectors = entity_vectors
         self.by_name: dict[str, str] = {}

@@ -11,20 +11,29 @@
    then the rest of the hybrid ranking.
 
 When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty.
+The context then packs reports, entities, relationships and chunks into their token shares
+(context.py), and one call answers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..records import Community
 from .config import FusionConfig, LocalConfig
+from .context import build_local_context, nested_sources
 from .graph_index import GraphIndex, top_candidates
 from .linking import EntityLinker, LinkedEntity
 from .naive import HybridRetriever, Ranked
+from .prompts import LOCAL_CITATIONS, answer_messages
+from .result import SearchResult, StreamingResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import QueryEngine
 
 Edge = tuple[str, str, str]
 
@@ -120,8 +129,11 @@ class LocalRetriever:
         selected = set(keys)
         degree = dict(self.graph.degree(keys))
 
-        def combined(u: str, v: str) -> int:
-            return degree.get(u, 0) + degree.get(v, 0) if v in degree else degree.get(u, 0) + self.graph.degree(v)
+        def combined(u: str, v: str) -> int:  # an endpoint outside the selection counts its degree too
+            for n in (u, v):
+                if n not in degree:
+                    degree[n] = self.graph.degree(n)
+            return degree[u] + degree[v]
 
         inside: list[tuple] = []
         outside: list[tuple] = []
@@ -148,9 +160,56 @@ class LocalRetriever:
         return sorted(score, key=lambda cid: (-score[cid], cid))
 
 
-
 def _best_first(mass: np.ndarray, k: int) -> np.ndarray:
     """Indices of at least the k largest positive masses, largest first, ties by index (as a
     stable argsort would order them), without sorting every entity of a large graph."""
     candidates = top_candidates(mass, k)
     return candidates[np.lexsort((candidates, -mass[candidates]))]
+
+
+def search_local(
+    engine: QueryEngine, query: str, config: LocalConfig, *, only_context: bool, stream: bool
+) -> SearchResult | StreamingResult:
+    run = engine.begin("local", query, only_context=only_context)
+    answer_tokens = engine.config.answer_max_tokens
+    room = run.room(answer_messages("", query, LOCAL_CITATIONS), answer_tokens, "answer")
+    with run.timer("embed_query"):
+        qvec = engine.embed_query(query)
+    with run.timer("link"):
+        linked = engine.local.link(query, qvec, config)
+    with run.timer("retrieve"):
+        cand = engine.local.retrieve(query, qvec, config, engine.config.fusion, linked=linked)
+    with run.timer("context"):
+        if not cand.linked:
+            run.notes.append("no entity in the graph matched the query: the context holds text chunks only")
+        relevant = bool(cand.linked) or cand.hybrid.relevant(engine.config.naive.min_similarity)
+        chunk_ids = [c for c, _ in cand.chunks[:50]] if relevant else []
+        reports = [(engine.globals.id_of[c], engine.reports_by_community[c]) for c in cand.communities
+                   if c in engine.reports_by_community]
+        built = build_local_context(
+            graph=engine.graph,
+            entities=[k for k, _ in cand.entities],
+            relationships=list(cand.relationships),
+            reports=reports,
+            chunks=[engine.store.chunk(c) for c in chunk_ids],
+            sid_of=engine.sid_of,
+            budget=room,
+            config=config,
+            count=run.counter,
+        )
+        built = dataclasses.replace(built, sources=nested_sources(built.sources, engine.store, engine.graph_index))
+    nodes = engine.graph.nodes
+    run.details.update(
+        budget=room,
+        budgets=dict(built.details.get("budgets", {})),
+        section_tokens=dict(built.section_tokens),
+        linked_entities=[
+            {"key": e.key, "name": nodes[e.key].get("name", e.key), "hid": nodes[e.key].get("hid"),
+             "score": round(e.score, 4), "how": e.how, "matched": e.matched}
+            for e in cand.linked
+        ],
+    )
+    if only_context:
+        return run.result(built)
+    messages = answer_messages(built.text, query, LOCAL_CITATIONS) if not built.empty else None
+    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream)

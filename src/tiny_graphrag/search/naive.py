@@ -1,19 +1,27 @@
-"""Naive (vector + keyword) chunk retrieval: dense cosine and FTS5 BM25 rankings fused by RRF.
+"""Naive search: hybrid chunk retrieval (dense cosine and FTS5 BM25 rankings fused by RRF), then one answer.
 
-Used by naive search, by local search for its text ranking and fallback, and by the retrieval
-benchmark (bench/retrieval_eval.py), so what is measured is what runs.
+The hybrid ranking is also local search's text ranking and fallback, and what the retrieval
+benchmark (bench/retrieval_eval.py) measures, so what is measured is what runs.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .config import FusionConfig
+from ..store import IndexStore
+from .config import FusionConfig, NaiveConfig
+from .context import build_naive_context
 from .fusion import reciprocal_rank_fusion
+from .prompts import NAIVE_CITATIONS, answer_messages
+from .result import SearchResult, StreamingResult
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import QueryEngine
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -45,11 +53,15 @@ class Ranked:
     def ids(self, which: str = "fused") -> list[str]:
         return [cid for cid, _ in getattr(self, which)]
 
+    def relevant(self, min_similarity: float) -> bool:
+        """A keyword hit or a chunk similar enough; else nothing in the index is about the query."""
+        return bool(self.keyword) or any(s >= min_similarity for _, s in self.dense[:1])
+
 
 class HybridRetriever:
     """Dense + keyword chunk ranking over one index, fused by weighted reciprocal rank fusion."""
 
-    def __init__(self, store, chunk_vectors: VectorIndex, fusion: FusionConfig | None = None):
+    def __init__(self, store: IndexStore, chunk_vectors: VectorIndex, fusion: FusionConfig | None = None):
         self.store = store
         self.vectors = chunk_vectors
         self.fusion = fusion or FusionConfig()
@@ -69,3 +81,26 @@ class HybridRetriever:
             [[c for c, _ in dense], [c for c, _ in keyword]], k=f.k, weights=[f.dense_weight, f.keyword_weight]
         )
         return Ranked(tuple(dense), tuple(keyword), tuple(fused))
+
+
+def search_naive(
+    engine: QueryEngine, query: str, config: NaiveConfig, *, only_context: bool, stream: bool
+) -> SearchResult | StreamingResult:
+    run = engine.begin("naive", query, only_context=only_context)
+    answer_tokens = engine.config.answer_max_tokens
+    room = run.room(answer_messages("", query, NAIVE_CITATIONS), answer_tokens, "answer")
+    with run.timer("embed_query"):
+        qvec = engine.embed_query(query)
+    with run.timer("retrieve"):
+        ranked = engine.hybrid.rank(query, qvec)
+    with run.timer("context"):
+        ids = ranked.ids("fused")[: config.top_chunks] if ranked.relevant(config.min_similarity) else []
+        built = build_naive_context([engine.store.chunk(c) for c in ids], engine.sid_of, room, run.counter)
+    run.details.update(
+        budget=room, section_tokens=dict(built.section_tokens),
+        ranking={"dense": ranked.dense[:10], "keyword": ranked.keyword[:10], "fused": ranked.fused[:10]},
+    )
+    if only_context:
+        return run.result(built)
+    messages = answer_messages(built.text, query, NAIVE_CITATIONS) if not built.empty else None
+    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterator, Mapping
+
+from ..citations import parse_citations
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,22 @@ class Sources:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The model calls of one category of a search ("answer", "map", "reduce"), counted apart as
+    microsoft/graphrag's structured_search does, so a mode's cost shows where it goes."""
+
+    llm_calls: int = 0  # real model calls (cache hits not included)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0  # calls answered from the call cache
+
+
+def _total(name: str) -> property:
+    # Totals are sums over `usage`, never stored apart, so they cannot disagree with it.
+    return property(lambda self: sum(getattr(u, name) for u in self.usage.values()), doc=f"{name} of all categories")
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """One search. `str(result)` is the answer; `context` is exactly the data the model saw."""
 
@@ -121,19 +139,24 @@ class SearchResult:
     answer: str
     context: str
     sources: Sources
-    llm_calls: int = 0  # model calls made for this search (cache hits not included)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     context_tokens: int = 0  # tokens of `context`, counted by `token_counter`
     token_counter: str = ""
     seconds: Mapping[str, float] = field(default_factory=dict)  # per step, e.g. {"link": .., "context": ..}
     notes: tuple[str, ...] = ()  # things the user should know (no entity linked, approximate tokens...)
     details: Mapping[str, Any] = field(default_factory=dict)  # mode-specific: linked entities, level, points
     invalid_citations: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # removed from the answer
-    cache_hits: int = 0  # model calls answered from the call cache
+    # Model calls per category: "answer" (local, naive) or "map" and "reduce" (global); a call
+    # that was not made (only_context, nothing relevant) has no entry.
+    usage: Mapping[str, Usage] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.answer
+
+    # The totals over every category. llm_calls: real model calls; cache_hits: calls answered from the cache.
+    llm_calls = _total("llm_calls")
+    prompt_tokens = _total("prompt_tokens")
+    completion_tokens = _total("completion_tokens")
+    cache_hits = _total("cache_hits")
 
     @property
     def only_context(self) -> bool:
@@ -141,8 +164,6 @@ class SearchResult:
 
     def citations(self) -> dict[str, list[int]]:
         """Ids cited in the answer, by kind."""
-        from ..citations import parse_citations
-
         return parse_citations(self.answer)
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,6 +173,7 @@ class SearchResult:
         d["details"] = dict(self.details)
         d["invalid_citations"] = {k: list(v) for k, v in self.invalid_citations.items()}
         d["documents"] = list(self.sources.documents)
+        d.update((f.name, getattr(self, f.name)) for f in fields(Usage))
         return d
 
 

@@ -1,0 +1,176 @@
+"""One search in progress, shared by the search modes: step timing, token room, usage, the answer call.
+
+A mode's module owns its flow (retrieve -> context -> model calls); a `SearchRun` holds what
+every flow needs along the way and turns the last prompt into a result: answer (complete or
+stream) -> citations checked against the sources shown -> SearchResult.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from ..citations import check_citations
+from ..errors import InputError
+from ..llm import LLM
+from .context import BuiltContext
+from .prompts import NO_DATA_ANSWER, prompt_tokens
+from .result import SearchResult, Sources, StreamingResult, Usage
+from .tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+# Room for the chat template's own tokens (role markers, BOS), which budgets do not see because
+# they count message contents only (the same margin reports.py uses).
+CHAT_TEMPLATE_MARGIN = 64
+MIN_CONTEXT_TOKENS = 64  # less room than this for data means the query itself is too long
+
+APPROXIMATE_NOTE = (
+    "token counts are approximate: no LLM is loaded, so budgets were counted with a conservative "
+    "estimate instead of the model's tokenizer"
+)
+
+
+def check_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise InputError(f"the query must be a string, got {type(query).__name__}")
+    if not query.strip():
+        raise InputError("the query is empty: ask a question")
+    return query.strip()
+
+
+class Timer:
+    """Seconds per named step: `with timer("retrieve"): ...`; `total` runs from construction."""
+
+    def __init__(self) -> None:
+        self._start = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, step: str) -> Iterator[None]:
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(step, time.perf_counter() - t)
+
+    def add(self, step: str, seconds: float) -> None:
+        self.seconds[step] = self.seconds.get(step, 0.0) + seconds
+
+    def report(self, *, total: bool = True) -> dict[str, float]:
+        out = dict(self.seconds, total=time.perf_counter() - self._start) if total else dict(self.seconds)
+        return {k: round(v, 4) for k, v in out.items()}
+
+
+class CallMeter:
+    """One category's usage of an LLM: its call counters are read before and after."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self._calls, self._hits = llm.calls, llm.cache_hits
+
+    def usage(self, prompt_tokens: int, completion_tokens: int) -> Usage:
+        return Usage(self.llm.calls - self._calls, prompt_tokens, completion_tokens, self.llm.cache_hits - self._hits)
+
+
+class SearchRun:
+    """What a search has gathered so far: notes, details, usage per category, seconds per step.
+
+    `llm` loads the model on first use (never for `only_context`); `documents` names each
+    chunk's document file in the sources of the result.
+    """
+
+    def __init__(
+        self,
+        mode: str,
+        query: str,
+        counter: TokenCounter,
+        *,
+        n_ctx: int,
+        context_tokens: int | None,
+        llm: Callable[[], LLM],
+        documents: Callable[[Sources], Sources],
+    ) -> None:
+        self.mode, self.query, self.counter = mode, query, counter
+        self.n_ctx, self.context_tokens = n_ctx, context_tokens
+        self._llm, self._documents = llm, documents
+        self.timer = Timer()
+        self.notes: list[str] = []
+        self.details: dict[str, Any] = {}
+        self.usage: dict[str, Usage] = {}
+
+    @property
+    def llm(self) -> LLM:
+        return self._llm()
+
+    def room(self, messages: list[dict], max_tokens: int, what: str) -> int:
+        """Tokens left for data in a prompt, or an InputError when the query alone is too long."""
+        fixed = prompt_tokens(messages, self.counter)
+        room = self.n_ctx - max_tokens - fixed - CHAT_TEMPLATE_MARGIN
+        if room < MIN_CONTEXT_TOKENS:
+            raise InputError(
+                f"the query is too long: the {what} prompt without any data is already {fixed} tokens "
+                f"({self.counter.name}), and with n_ctx={self.n_ctx} and {max_tokens} answer tokens only "
+                f"{max(room, 0)} tokens would be left for data. Shorten the query, or raise n_ctx (LLMConfig.n_ctx)."
+            )
+        return min(room, int(self.context_tokens)) if self.context_tokens else room
+
+    def result(
+        self,
+        built: BuiltContext,
+        *,
+        context: str | None = None,
+        answer: str = "",
+        invalid: dict[str, tuple[int, ...]] | None = None,
+        total: bool = True,
+    ) -> SearchResult:
+        """The result as gathered so far; `context` when the model saw more than `built` (global)."""
+        return SearchResult(
+            mode=self.mode, query=self.query, answer=answer, context=built.text if context is None else context,
+            sources=self._documents(built.sources), context_tokens=built.tokens, token_counter=self.counter.name,
+            seconds=self.timer.report(total=total),
+            notes=tuple(self.notes) + (() if self.counter.exact else (APPROXIMATE_NOTE,)),
+            details=dict(self.details), invalid_citations=invalid or {}, usage=dict(self.usage),
+        )
+
+    def answer(
+        self,
+        built: BuiltContext,
+        messages: list[dict] | None,
+        *,
+        max_tokens: int,
+        category: str = "answer",
+        stream: bool = False,
+        context: str | None = None,
+    ) -> SearchResult | StreamingResult:
+        """The final call (counted under `category`), or, when `messages` is None (nothing
+        relevant was found), the answer that says so without asking the model."""
+        if messages is None:
+            self.notes.append("nothing relevant to the query was found, so no answer call was made")
+            res = self.result(built, context=context, answer=NO_DATA_ANSWER)
+            return StreamingResult(res, iter([res.answer]), lambda text, secs: res) if stream else res
+
+        llm = self.llm
+        meter = CallMeter(llm)
+        n_prompt = prompt_tokens(messages, self.counter)
+
+        def finish(text: str, n_completion: int, n_prompt_used: int) -> SearchResult:
+            answer, invalid = check_citations(text.strip(), built.sources)
+            if invalid:
+                log.info("removed citations of ids not in the context: %s", invalid)
+            self.usage[category] = meter.usage(n_prompt_used, n_completion)
+            return self.result(built, context=context, answer=answer, invalid=invalid)
+
+        if not stream:
+            with self.timer("answer"):
+                out = llm.complete(messages, max_tokens=max_tokens, temperature=0.0)
+            return finish(out.text, out.completion_tokens, out.prompt_tokens or n_prompt)
+
+        def streamed(text: str, seconds: float) -> SearchResult:
+            self.timer.add("answer", seconds)
+            return finish(text, self.counter(text), n_prompt)
+
+        pending = self.result(built, context=context, total=False)
+        return StreamingResult(pending, llm.stream(messages, max_tokens=max_tokens, temperature=0.0), streamed)
