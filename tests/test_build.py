@@ -125,3 +125,18 @@ def test_fallback_reports_are_counted_in_summary_and_info(tmp_path, embedder):
     assert info["fallback_reports"] == result.summary.reports
     good = _build(tmp_path, embedder, name="ok")
     assert good.summary.fallback_reports == 0 and index_info(good.path)["fallback_reports"] == 0
+
+
+def test_report_min_size_skips_small_communities(tmp_path, embedder):
+    from dataclasses import replace
+
+    from tiny_graphrag.config import LLMConfig
+
+    every = _build(tmp_path, embedder, name="all")
+    index = load_index(every.path)
+    sizes = {c.id: len(c.nodes) for c in index.communities()}
+    assert min(sizes.values()) < 3 <= max(sizes.values())  # the fixture has both kinds
+    big = _build(tmp_path, embedder, name="big", config=replace(CFG, llm=LLMConfig(report_min_size=3)))
+    reported = {r.community_id for r in load_index(big.path).reports()}
+    assert reported == {cid for cid, n in sizes.items() if n >= 3}
+    assert big.summary.reports == len(reported) < every.summary.reports

@@ -257,7 +257,7 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
             sources = {cid: SourceText(sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
             reports = generate_reports(
                 graph, communities, sources, llm, max_report_tokens=config.llm.max_report_tokens,
-                max_context_tokens=config.llm.report_context_tokens,
+                max_context_tokens=config.llm.report_context_tokens, min_size=config.llm.report_min_size,
                 progress=progress,
             )
             store.save_reports(reports)

@@ -80,6 +80,8 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--report-max-tokens", type=_int_at_least(1), help="output budget per community report (default 800)")
     b.add_argument("--report-context-tokens", type=_int_at_least(1),
                    help="context budget per community report (default: what --n-ctx leaves)")
+    b.add_argument("--report-min-size", type=_int_at_least(1),
+                   help="communities of fewer entities get no report (default 1: all)")
     b.add_argument("--entity-threshold", type=_fraction, help="minimum entity score, in [0, 1] (default 0.5)")
     b.add_argument("--relation-threshold", type=_fraction, help="minimum relation score, in [0, 1] (default 0.5)")
     b.add_argument("--max-tokens", type=_int_at_least(8), help="chunk size in word tokens (default 256)")
@@ -145,7 +147,8 @@ def _build(args) -> int:
     ch = replace(ch, max_tokens=max_tokens, overlap_tokens=overlap)
     llm = replace(cfg.llm, **{k: v for k, v in {"model": args.llm, "chat_format": args.chat_format, "n_ctx": args.n_ctx,
                                         "max_report_tokens": args.report_max_tokens,
-                                        "report_context_tokens": args.report_context_tokens}.items() if v is not None})
+                                        "report_context_tokens": args.report_context_tokens,
+                                        "report_min_size": args.report_min_size}.items() if v is not None})
     com = replace(cfg.communities, **({} if args.max_cluster_size is None else {"max_cluster_size": args.max_cluster_size}))
     cfg = replace(cfg, extraction=ex, chunking=ch, llm=llm, communities=com, reports=not args.no_reports,
                   models_dir=args.models_dir, **({"embedder_model": args.embedder} if args.embedder else {}))

@@ -90,10 +90,14 @@ class LLMConfig:
     max_report_tokens: int = 800
     # Context per report; None: what n_ctx leaves after the output. Smaller is faster on a CPU.
     report_context_tokens: int | None = None
+    # Communities of fewer entities get no report (1: every community, as in GraphRAG). Each
+    # report is a model call; on a CPU, skipping the smallest communities saves most of the build.
+    report_min_size: int = 1
 
     def __post_init__(self) -> None:
         check_range("llm n_ctx", self.n_ctx, 256)
         check_range("llm max_report_tokens", self.max_report_tokens, 1)
+        check_range("llm report_min_size", self.report_min_size, 1)
         if self.report_context_tokens is not None:
             check_range("llm report_context_tokens", self.report_context_tokens, 1)
 

@@ -100,7 +100,7 @@ def generate_report(
         log.warning(
             "the model's report for community %s is not a valid report (finish_reason=%r, %d tokens): %r; "
             "storing a report that lists the community's members instead (rating 0). A stronger "
-            "(instruction-tuned) model or a larger LLMConfig.max_report_tokens avoids this.",
+            "(instruction-tuned) model or a larger --report-max-tokens avoids this.",
             community.id, out.finish_reason, out.completion_tokens, out.text[:120],
         )
         return fallback_report(community, context)
@@ -118,27 +118,31 @@ def generate_reports(
     *,
     max_context_tokens: int | None = None,
     max_report_tokens: int = 800,
+    min_size: int = 1,
     progress: bool = False,
 ) -> list[Report]:
-    """Reports for all communities (returned in the order given), deepest level first so that
-    parents can use their children's reports. Identical reruns are answered by the LLM's cache."""
+    """Reports for the communities of at least `min_size` entities (in the order given), deepest
+    level first so that parents can use their children's reports. Identical reruns are answered
+    by the LLM's cache."""
     from tqdm.auto import tqdm
 
     budget = max_context_tokens or llm.n_ctx - max_report_tokens - CHAT_TEMPLATE_MARGIN
     if max_context_tokens and max_context_tokens + max_report_tokens > llm.n_ctx:
         raise ContextWindowError(
             f"max_context_tokens={max_context_tokens} plus max_report_tokens={max_report_tokens} exceed "
-            f"n_ctx={llm.n_ctx}. To fix: raise LLMConfig.n_ctx or lower one of them."
+            f"n_ctx={llm.n_ctx}. To fix: raise --n-ctx (LLMConfig.n_ctx) or lower --report-context-tokens or "
+            "--report-max-tokens."
         )
     if budget <= 0:
         raise ContextWindowError(
             f"no room for a report prompt: n_ctx={llm.n_ctx} minus max_report_tokens={max_report_tokens} "
-            f"minus {CHAT_TEMPLATE_MARGIN} template tokens leaves {budget}. To fix: raise LLMConfig.n_ctx "
-            f"or lower LLMConfig.max_report_tokens."
+            f"minus {CHAT_TEMPLATE_MARGIN} template tokens leaves {budget}. To fix: raise --n-ctx "
+            f"(LLMConfig.n_ctx) or lower --report-max-tokens (LLMConfig.max_report_tokens)."
         )
     by_id = {c.id: c for c in communities}
     reports: dict[str, Report] = {}
-    order = sorted(communities, key=lambda c: (-c.level, c.id))
+    # Small communities cost a model call each and add little to a global answer: a user may skip them.
+    order = sorted((c for c in communities if len(c.nodes) >= min_size), key=lambda c: (-c.level, c.id))
     for community in tqdm(order, desc="community reports", disable=not progress, unit="report"):
         if len(community.children) == 1 and community.children[0] in reports:
             child = by_id[community.children[0]]
@@ -152,4 +156,4 @@ def generate_reports(
         )
         reports[community.id] = generate_report(community, context, llm, max_report_tokens=max_report_tokens)
     log.info("%d reports (%d model calls, %d cache hits)", len(reports), llm.calls, llm.cache_hits)
-    return [reports[c.id] for c in communities]
+    return [reports[c.id] for c in communities if c.id in reports]

@@ -113,7 +113,7 @@ class SearchRun:
             raise InputError(
                 f"the query is too long: the {what} prompt without any data is already {fixed} tokens "
                 f"({self.counter.name}), and with n_ctx={self.n_ctx} and {max_tokens} answer tokens only "
-                f"{max(room, 0)} tokens would be left for data. Shorten the query, or raise n_ctx (LLMConfig.n_ctx)."
+                f"{max(room, 0)} tokens would be left for data. Shorten the query, or raise --n-ctx (LLMConfig.n_ctx in Python)."
             )
         return min(room, int(self.context_tokens)) if self.context_tokens else room
 
