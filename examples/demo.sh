@@ -2,20 +2,20 @@
 # The main job end to end, offline: build an index of the Obama article, describe it, and ask it
 # questions in the three search modes. Uses only models that install from PyPI: spaCy
 # en_core_web_sm for entities (relations by sentence co-occurrence), all-MiniLM-L6-v2 for
-# embeddings and the Gemma 3 270M GGUF for reports and answers (a tiny base model: expect poor
-# prose; with the default models from `tiny-graphrag models download` the same commands give
-# real answers).
+# embeddings and Qwen2.5-Coder-0.5B-Instruct (a small instruction-tuned GGUF) for community
+# reports and answers. With the default models of `tiny-graphrag models download` (GLiNER,
+# GLiREL, Llama 3.2 3B) the same commands give typed relations and better prose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
 DOC=${DOC:-examples/data/barack_obama.txt}
-LLM=(--llm gemma-3-270m-Q4_K_M.gguf --chat-format gemma)
-# On 2 CPU cores the LLM writing ~75 community reports is most of the build: keep them short (the
-# tiny base model fills every string to its limit) and the communities a little larger.
-REPORTS=(--report-max-tokens 160 --report-context-tokens 1200 --max-cluster-size 40)
+LLM=(--llm qwen2.5-coder-0.5b-instruct-q4_k_m.gguf)
+# On 2 CPU cores the LLM writing community reports is most of the build: one report per
+# community of 5 or more entities, short reports from a bounded context.
+REPORTS=(--report-min-size 5 --report-max-tokens 300 --report-context-tokens 1200 --max-cluster-size 40)
 
 "$BIN/tiny-graphrag" build "$DOC" --out graphs/obama --extractor spacy "${LLM[@]}" "${REPORTS[@]}"
 "$BIN/tiny-graphrag" info graphs/obama
-"$BIN/tiny-graphrag" query local "Where did Barack Obama study law?" --index graphs/obama "${LLM[@]}"
-"$BIN/tiny-graphrag" query global "What are the main themes of Obama's presidency?" --index graphs/obama "${LLM[@]}"
-"$BIN/tiny-graphrag" query naive "When was Obama awarded the Nobel Peace Prize?" --index graphs/obama "${LLM[@]}"
+"$BIN/tiny-graphrag" query local "Where did Barack Obama study law?" --index graphs/obama
+"$BIN/tiny-graphrag" query global "What are the main themes of Obama's presidency?" --index graphs/obama
+"$BIN/tiny-graphrag" query naive "When was Obama awarded the Nobel Peace Prize?" --index graphs/obama

@@ -263,6 +263,8 @@ def _query(args) -> int:
         result = result.result
     else:
         print(result.answer)  # citations checked: ids that are not in the context were removed
+    if not args.json:
+        _print_citations(result)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if result.invalid_citations and not args.json:
@@ -270,6 +272,39 @@ def _query(args) -> int:
                             for kind, ids in result.invalid_citations.items())
         print(f"note: removed citations of ids that are not in the context: {removed}", file=sys.stderr)
     return 0
+
+
+def _print_citations(result) -> None:
+    """What each cited id points at, so a reader can check the answer against its sources."""
+    src = result.sources
+    lines = []
+    for kind, ids in result.citations().items():
+        for ident in ids:
+            if kind == "sources":
+                c = next((c for c in src.chunks if c.id == ident), None)
+                if c is not None:
+                    where = f"{Path(c.source).name or c.doc_id} chars {c.start}-{c.end}"
+                    lines.append(f"  [Sources {ident}] {where}: \"{_snippet(c.text)}\"")
+            elif kind == "reports":
+                r = next((r for r in src.reports if r.id == ident), None)
+                if r is not None:
+                    lines.append(f"  [Reports {ident}] {r.title} (community {r.community_id}, level {r.level})")
+            elif kind == "entities":
+                e = next((e for e in src.entities if e.id == ident), None)
+                if e is not None:
+                    lines.append(f"  [Entities {ident}] {e.name} ({e.type})")
+            elif kind == "relationships":
+                r = next((r for r in src.relationships if r.id == ident), None)
+                if r is not None:
+                    lines.append(f"  [Relationships {ident}] {r.head} -{r.label}-> {r.tail}")
+    if lines:
+        print("cited:")
+        print("\n".join(lines))
+
+
+def _snippet(text: str, n: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _models(args) -> int:
