@@ -4,9 +4,9 @@
     EXAMPLE_CHARS=4000 .venv/bin/python examples/quickstart.py   # a quick look at the first 4,000 characters
 
 Offline models only: spaCy en_core_web_sm (entities; relations by sentence co-occurrence),
-all-MiniLM-L6-v2 (embeddings) and the Gemma 3 270M GGUF that `scripts/setup.sh` writes into
-models/ (a tiny base model: the code paths are real, the prose is poor). With the default models
-(`tiny-graphrag models download`) drop the `extractor`/`llm` overrides below.
+all-MiniLM-L6-v2 (embeddings) and Qwen2.5-Coder-0.5B-Instruct, the small instruction-tuned GGUF
+that `scripts/setup.sh` assembles into models/ (`EXAMPLE_LLM` picks another). With the default
+models (`tiny-graphrag models download`) drop the `extractor`/`llm` overrides below.
 """
 
 from __future__ import annotations
@@ -25,16 +25,17 @@ out = ROOT / "graphs" / ("obama-sample" if limit else "obama")
 
 config = BuildConfig(
     extraction=ExtractionConfig(extractor="spacy"),
-    # short reports, a smaller report context and larger communities keep a CPU-only build quick
-    llm=LLMConfig(model="gemma-3-270m-Q4_K_M.gguf", chat_format="gemma", max_report_tokens=160,
-                  report_context_tokens=1200),
+    # short reports from a bounded context, only for communities of 5+ entities: a quick CPU-only build
+    llm=LLMConfig(model=os.environ.get("EXAMPLE_LLM", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+                  max_report_tokens=300, report_context_tokens=1200,
+                  report_min_size=1 if limit else 5),  # a short sample: report every community
     communities=CommunityConfig(max_cluster_size=40),
     models_dir=str(ROOT / "models"),
 )
 result = build_index(inputs, out, schema="general", config=config)
 print(result.summary.format())
 
-# A tiny base model rambles until its token limit: keep the answers short.
+# Short answers: a small model's answer is its first sentence or two.
 search = SearchConfig(answer_max_tokens=160, global_=GlobalConfig(map_max_tokens=160, reduce_max_tokens=160))
 qe = QueryEngine(out, config=search)
 for mode, question in [

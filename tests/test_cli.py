@@ -151,12 +151,12 @@ def test_import_is_light():
 
 
 
-def test_query_naive_json_sources_resolve_to_text(built, gemma_path):
+def test_query_naive_json_sources_resolve_to_text(built, smollm_path):
     from tiny_graphrag import load_index
 
     work, _ = built
-    out = json.loads(_cli("query", "naive", "Where was Obama born?", "--index", "graphs/doc", "--llm", str(gemma_path),
-                          "--chat-format", "gemma", "--json", cwd=work).stdout)
+    out = json.loads(_cli("query", "naive", "Where was Obama born?", "--index", "graphs/doc", "--llm", str(smollm_path),
+                          "--json", cwd=work).stdout)
     assert out["answer"] and out["llm_calls"] == 1
     assert out["prompt_tokens"] > 0
     store = load_index(work / "graphs" / "doc")

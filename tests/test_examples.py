@@ -12,12 +12,13 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_notebook_runs_headless(tmp_path, monkeypatch, gemma_path):
+def test_notebook_runs_headless(tmp_path, monkeypatch, smollm_path):
     # A copy of the examples tree, so the notebook writes its index under tmp_path.
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     (tmp_path / "models").mkdir()
-    os.symlink(gemma_path, tmp_path / "models" / "gemma-3-270m-Q4_K_M.gguf")  # the name the notebook uses
+    os.symlink(smollm_path, tmp_path / "models" / smollm_path.name)
     monkeypatch.setenv("EXAMPLE_CHARS", "800")
+    monkeypatch.setenv("EXAMPLE_LLM", smollm_path.name)  # the fast test model instead of the 0.5B one
     nb = nbformat.read(tmp_path / "examples" / "quickstart.ipynb", as_version=4)
     NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path / "examples")}}).execute()
     outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))

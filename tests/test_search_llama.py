@@ -1,6 +1,6 @@
-"""The three searches through the real llama.cpp backend on the Gemma 3 270M GGUF (base model).
+"""The three searches through the real llama.cpp backend on SmolLM2-135M-Instruct (fast, weak).
 
-Its prose is poor, so these check structure: call counts, budgets counted by the real tokenizer,
+Its prose is weak, so these check structure: call counts, budgets counted by the real tokenizer,
 JSON-constrained map answers parsed (or degraded to score 0), and citations that resolve.
 """
 
@@ -19,7 +19,7 @@ N_CTX = 2048
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory, gemma_path):
+def engine(tmp_path_factory, smollm_path):
     from tiny_graphrag.embed import Embedder
 
     embedder = Embedder("all-MiniLM-L6-v2", device="cpu")
@@ -28,7 +28,7 @@ def engine(tmp_path_factory, gemma_path):
         answer_max_tokens=48,
         global_=GlobalConfig(map_chunk_tokens=400, map_max_tokens=96, reduce_max_tokens=48, max_points=2),
     )
-    llm = LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX)
+    llm = LLMConfig(model=str(smollm_path), n_ctx=N_CTX)
     with QueryEngine(index, llm=llm, embedder=embedder, config=config) as qe:
         yield qe
 
@@ -43,7 +43,7 @@ def _check(result, n_ctx: int = N_CTX):
     assert result.llm_calls + result.cache_hits >= 1
 
 
-def test_local_and_naive_with_gemma(engine):
+def test_local_and_naive_with_llama_cpp(engine):
     for search in (engine.local_search, engine.naive_search):
         r = search("Where did Alan Turing study?")
         _check(r)
@@ -53,7 +53,7 @@ def test_local_and_naive_with_gemma(engine):
         assert r.prompt_tokens <= N_CTX
 
 
-def test_global_with_gemma(engine):
+def test_global_with_llama_cpp(engine):
     r = engine.global_search("What are the main themes of these documents?", level=0)
     _check(r)
     n_map = r.details["map_chunks"]
@@ -63,7 +63,7 @@ def test_global_with_gemma(engine):
     assert all(0 <= p["score"] <= 100 for p in r.details["points"])
 
 
-def test_stream_with_gemma(engine):
+def test_stream_with_llama_cpp(engine):
     s = engine.naive_search("Who built the Eiffel Tower?", stream=True)
     pieces = list(s)
     assert pieces and s.done
