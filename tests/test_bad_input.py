@@ -52,6 +52,7 @@ def index(tmp_path_factory):
     (["--extractor", "glinr"], "invalid choice: 'glinr'"),
     (["--schema", "genral"], "did you mean 'general'"),
     (["--schema", "missing.toml"], "schema file missing.toml does not exist"),
+    (["--device", "tpu"], "expected cpu, cuda, cuda:N or mps"),
 ])
 def test_invalid_build_settings_name_the_flag_and_range(work, capsys, args, message):
     try:
@@ -220,3 +221,15 @@ def test_schema_without_spacy_types_names_the_schema_file_option(work, capsys):
     (work / "s.toml").write_text('entity_types = ["Gene"]\n')
     assert main(["build", "a.txt", "--out", "g", "--extractor", "spacy", "--no-reports", "--schema", "s.toml"]) == 2
     assert "[spacy_labels]" in capsys.readouterr().err
+
+
+def test_missing_report_model_fails_before_extraction(work, capsys, monkeypatch):
+    import tiny_graphrag.build as build
+
+    def started(*a, **k):
+        raise AssertionError("extraction started before the LLM was checked")
+
+    monkeypatch.setattr(build, "_extract_cached", started)
+    assert main(["build", "a.txt", "--out", "g", "--extractor", "spacy", "--llm", "nothere.gguf"]) == 2
+    err = capsys.readouterr().err
+    assert "nothere.gguf" in err and "not found" in err and not (work / "g").exists()

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 from dataclasses import fields, replace
 from pathlib import Path
@@ -35,6 +36,12 @@ def _fraction(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
     return value
+
+
+def _device(text: str) -> str:
+    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", text):
+        raise argparse.ArgumentTypeError(f"expected cpu, cuda, cuda:N or mps, got '{text}'")
+    return text
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -89,7 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="chunk overlap in word tokens, less than --max-tokens (default 32)")
     b.add_argument("--max-cluster-size", type=_int_at_least(1),
                    help="largest community before Leiden splits it into the next level (default 10)")
-    b.add_argument("--device", help="torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)")
+    b.add_argument("--device", type=_device, help="torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)")
     b.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
 
