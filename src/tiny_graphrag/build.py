@@ -23,11 +23,20 @@ from tqdm import tqdm
 from . import __version__
 from .cache import CallCache, cache_key
 from .chunking import chunk_documents
+from .communities import hierarchical_communities
 from .config import BuildConfig
 from .documents import collect_documents, is_path_string
+from .embed import Embedder
 from .errors import InputError, TinyGraphRAGError
+from .extract.base import make_extractor
+from .graph import build_graph
+from .llm import CachedLLM, open_llm
+from .models import choose_device
 from .placement import check_output, clean_stale_staging, disk_full_error, publish, staging_dir
 from .records import Chunk, EntityMention, Extraction, RelationMention
+from .report_context import SourceText
+from .reports import generate_reports
+from .resolve import resolve_aliases
 from .schema import Schema
 from .store import IndexStore
 
@@ -138,8 +147,6 @@ def build_index(
     paths = [Path(i) for i in inputs if isinstance(i, os.PathLike) or is_path_string(i)]
     out_dir = check_output(Path(out_dir), paths, force=force)
     if config.extraction.device not in (None, "cpu"):
-        from .models import choose_device
-
         choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
     clean_stale_staging(out_dir)
     tmp = staging_dir(out_dir)
@@ -175,10 +182,6 @@ def _resolve_schema(schema, entity_types, relation_types) -> Schema:
 
 def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCache, extractor, embedder, llm,
          progress: bool) -> BuildSummary:
-    from .communities import hierarchical_communities
-    from .embed import Embedder
-    from .graph import build_graph
-    from .resolve import resolve_aliases
 
     timer = _Timer()
     warnings: list[str] = []
@@ -200,16 +203,12 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
     store.add_chunks(chunks)
 
     if extractor is None:
-        from .extract.base import make_extractor
-
         ex_config = config.extraction
         if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
             ex_config = replace(ex_config, spacy_label_map=dict(schema.spacy_labels))
         extractor = make_extractor(schema, ex_config, models_dir=config.models_dir)
     if config.reports:
         # Load the report model now: a missing or broken GGUF must fail before hours of extraction.
-        from .llm import CachedLLM, open_llm
-
         if llm is None:
             llm = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
         elif not isinstance(llm, CachedLLM):  # a bare backend: cached and counted like the configured model
@@ -247,9 +246,6 @@ def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCach
     reports = []
     llm_info: dict[str, Any] | None = None
     if config.reports and communities:
-        from .report_context import SourceText
-        from .reports import generate_reports
-
         calls_before, hits_before = llm.calls, llm.cache_hits
         with timer.stage("reports"):
             # With the chunk's start, report snippets are cut at the exact document-level spans.

@@ -8,10 +8,13 @@ import logging
 import os
 import re
 import sys
+from collections import Counter
 from dataclasses import fields, replace
 from pathlib import Path
 
-from .errors import ConfigError, TinyGraphRAGError
+from .config import BuildConfig, LLMConfig
+from .errors import ConfigError, InputError, TinyGraphRAGError
+from .store import IndexStore
 
 log = logging.getLogger("tiny_graphrag")
 
@@ -131,8 +134,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _build(args) -> int:
-    from .build import build_index
-    from .config import BuildConfig
+    from .build import build_index  # loads the pipeline's modules: not needed for --help or info
 
     cfg = BuildConfig()
     ex = cfg.extraction
@@ -170,10 +172,6 @@ def _build(args) -> int:
 
 def index_info(path: str | Path, top: int = 5) -> dict:
     """Documents, chunks, entities, relations, community levels and the top reports of an index."""
-    from collections import Counter
-
-    from .store import IndexStore
-
     store = IndexStore.open(path)
     m = store.manifest
     communities = store.communities()
@@ -235,10 +233,7 @@ def _info(args) -> int:
 
 
 def _query(args) -> int:
-    from .config import LLMConfig
-    from .errors import InputError
     from .search.engine import QueryEngine
-    from .store import IndexStore
 
     if args.level is not None and args.mode != "global":
         raise InputError("--level is only for global search")
