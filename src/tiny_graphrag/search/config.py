@@ -9,12 +9,9 @@ from dataclasses import dataclass, field
 class FusionConfig:
     """Reciprocal rank fusion of the dense (embedding) and keyword (FTS5 BM25) chunk rankings.
 
-    k = 60 is the constant of Cormack et al. (2009). Equal weights: on hotpotqa100
-    (`python bench/retrieval_eval.py --sweep`) hybrid recall@5 is 82.0 at k=60 with equal
-    weights (dense alone 78.5, BM25 alone 80.5); over k in {10, 30, 60, 100} and keyword weights
-    0.5-2 it stays within 81.0-84.0, and the keyword weights that gain at recall@5 (1.5-2: +1 to
-    +1.5) lose at recall@2 (-1 to -1.5): differences of 2-3 gold passages out of 200, within
-    noise, so nothing measured justifies tilting the fusion.
+    k = 60 is the constant of Cormack et al. (2009). Equal weights: a sweep of k and the keyword
+    weight on hotpotqa100 (`python bench/retrieval_eval.py --sweep`) found no setting better
+    beyond noise (bench/RESULTS.md, "Search settings as measured").
     """
 
     k: float = 60.0
@@ -40,14 +37,12 @@ class LocalConfig:
     top_entities: int = 10  # linked entities kept as seeds
     max_entities: int = 40  # seeds + neighbours offered to the entity table
     # Query-to-entity cosine needed for an embedding link (MiniLM). Whole questions against entity
-    # names score low; below ~0.55 the links on hotpotqa100 were mostly wrong entities.
+    # names score low; below this the links on hotpotqa100 were mostly wrong entities.
     min_similarity: float = 0.6
     # Personalized PageRank over entities and chunks (HippoRAG 2), seeded by the linked entities
     # (weight: link score / sqrt(chunks mentioning the entity)) and the `seed_chunks` best hybrid
-    # chunks (weight 1/rank). 0.5 is HippoRAG's damping. Measured on hotpotqa100 with the spaCy
-    # extractor's graph (passage recall@5, bench/retrieval_eval.py): 84.0 as set (hybrid 82.0,
-    # dense 78.5); seed_chunks 2: 81.5, 5: 82.5; damping 0.3: 84.5, 0.7: 84.0;
-    # keep_text_top 0: 84.0 (but recall@2 64.0 instead of 65.0).
+    # chunks (weight 1/rank). 0.5 is HippoRAG's damping; the other values were chosen on
+    # hotpotqa100 (bench/RESULTS.md, "Search settings as measured").
     damping: float = 0.5
     seed_chunks: int = 3
     # The best `keep_text_top` hybrid chunks stay first; the graph ranks what follows.
