@@ -16,7 +16,7 @@ edge (one per (head, tail, label); multigraph key = label)
     label, score (max model score), weight (number of supporting mentions == len(provenance)),
     provenance (doc_id, chunk_id, start, end) spanning both mentions, document-level, hid
 
-graph.graph: schema (Schema.to_dict()), merges (list of undo records, see resolve.py),
+graph.graph: schema (Schema.to_dict()), merges (list of undo records, see merge.py),
 type_conflicts (key -> {"chosen", "votes"}), dropped_relations (reason -> count),
 dropped_entities (reason -> count).
 """
