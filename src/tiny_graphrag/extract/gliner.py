@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
+
 # ---- runtime and loading ------------------------------------------------------------------
 @dataclass(frozen=True)
 class Runtime:
