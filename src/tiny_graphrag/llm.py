@@ -98,13 +98,8 @@ class CachedLLM:
 
     def key(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> str:
         """The cache key of one request (unchanged since the first release: old caches stay valid)."""
-        request = {
-            "messages": messages,
-            "schema": schema,
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "seed": self.seed,
-        }
+        request = {"messages": messages, "schema": schema, "max_tokens": max_tokens, "temperature": temperature,
+                   "seed": self.seed}
         return cache_key("chat", self.fingerprint, request)
 
     def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
@@ -285,21 +280,14 @@ class LlamaCppLLM:
         """The exact `create_completion` arguments the chat handler would use."""
         response_format = {"type": "json_object", "schema": schema} if schema is not None else None
         try:
-            self._handler(
-                llama=_CaptureProxy(self._llama),
-                messages=self._prepare(messages) if merge else messages,
-                temperature=temperature,
-                seed=self.seed,
-                response_format=response_format,
-                max_tokens=max_tokens,
-                repeat_penalty=1.0,
-                stream=False,
-            )
+            self._handler(llama=_CaptureProxy(self._llama), messages=self._prepare(messages) if merge else messages,
+                          temperature=temperature, seed=self.seed, response_format=response_format,
+                          max_tokens=max_tokens, repeat_penalty=1.0, stream=False)
         except _Captured as captured:
             return captured.kwargs
         raise ModelLoadError(  # pragma: no cover - only for exotic handlers
-            f"chat_format {self.chat_format!r} does not run through create_completion; choose another LLMConfig.chat_format"
-        )
+            f"chat_format {self.chat_format!r} does not run through create_completion; "
+            "choose another LLMConfig.chat_format")
 
     @property
     def llama(self) -> "Llama":
@@ -339,13 +327,9 @@ class LlamaCppLLM:
             out = self._llama.create_completion(**kwargs)
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        return Completion(
-            text=choice["text"],
-            prompt_tokens=int(usage.get("prompt_tokens", len(kwargs["prompt"]))),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            finish_reason=choice.get("finish_reason") or "stop",
-            cached=False,
-        )
+        return Completion(text=choice["text"], prompt_tokens=int(usage.get("prompt_tokens", len(kwargs["prompt"]))),
+                          completion_tokens=int(usage.get("completion_tokens", 0)),
+                          finish_reason=choice.get("finish_reason") or "stop")
 
     def stream(self, messages: list[dict], *, max_tokens: int = 512,
                temperature: float = 0.0) -> Generator[str, None, Completion]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import re
 import sqlite3
@@ -28,8 +27,6 @@ import numpy as np
 from .errors import IndexFormatError
 from .placement import INDEX_FILES, MANIFEST, STAGING_MARKER
 from .records import Chunk, Community, Document, Finding, Report
-
-log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 GRAPH = "graph.pkl"

@@ -7,7 +7,6 @@ Python: importing this module loads no model, torch or spaCy.
 from __future__ import annotations
 
 import importlib
-import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar, runtime_checkable
 
 from tqdm.auto import tqdm
@@ -20,8 +19,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import os
 
     from ..config import ExtractionConfig
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
