@@ -148,10 +148,11 @@ def verify_pinned(path: Path) -> None:
     if seen in _VERIFIED:
         return
     # The size first: a truncated or different file is refused without reading it all.
-    actual = f"a file of {stat.st_size:,} bytes" if stat.st_size != size else f"sha256 {sha256_file(path)}"
-    if actual != f"sha256 {digest}":
+    actual = sha256_file(path) if stat.st_size == size else None
+    if actual != digest:
+        got = f"sha256 {actual}" if actual else f"a file of {stat.st_size:,} bytes"
         raise ModelLoadError(
-            f"{path} fails its pinned checksum: expected sha256 {digest} ({size:,} bytes), got {actual}. "
+            f"{path} fails its pinned checksum: expected sha256 {digest} ({size:,} bytes), got {got}. "
             f"To fix: re-assemble it with `python scripts/offline_models.py --only {path.name}`, "
             f"or delete {path} and rerun `scripts/setup.sh`."
         )
