@@ -8,7 +8,7 @@ from collections import defaultdict
 import networkx as nx
 import pytest
 
-from tiny_graphrag.communities import _leiden, _undirected_weights, hierarchical_communities
+from tiny_graphrag.communities import _leiden, _undirected, hierarchical_communities
 from tiny_graphrag.config import CommunityConfig
 
 
@@ -100,15 +100,11 @@ def test_max_size_respected_wherever_a_split_is_possible(spec):
     g = random_graph(**spec)
     config = CommunityConfig(max_cluster_size=5)
     comms = hierarchical_communities(g, config)
-    weights = _undirected_weights(g)
-    adjacency = {}
-    for a, b in weights:
-        adjacency.setdefault(a, set()).add(b)
-        adjacency.setdefault(b, set()).add(a)
+    simple = _undirected(g)
     leaves = [c for c in comms if not c.children]
     for c in leaves:
         if len(c.nodes) > config.max_cluster_size:
-            assert len(_leiden(list(c.nodes), weights, adjacency, config)) == 1, "an oversized leaf could be split"
+            assert len(_leiden(list(c.nodes), simple, config)) == 1, "an oversized leaf could be split"
 
 
 @pytest.mark.parametrize("spec", GRAPHS)

@@ -281,3 +281,15 @@ def test_schema_strings_hold_no_raw_control_characters(llm):
     messages = [{"role": "user", "content": "List twenty numbers, one per line, as JSON {\"items\": ...}:\n- 1\n- 2\n- 3\n"}]
     out = llm.complete(messages, schema=schema, max_tokens=120)
     assert out.text.startswith("{") and not any(ord(ch) < 0x20 for ch in out.text)
+
+
+def test_a_gguf_failing_its_pinned_checksum_is_refused_at_load(tmp_path, monkeypatch):
+    from tiny_graphrag import models
+
+    bad = tmp_path / "pinned.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 60)
+    monkeypatch.setattr(models, "PINNED_GGUFS", {bad.name: (bad.stat().st_size, "0" * 64)})
+    monkeypatch.setattr(models, "_VERIFIED", set())
+    with pytest.raises(ModelLoadError, match="fails its pinned checksum") as exc:
+        LlamaCppLLM(LLMConfig(model=str(bad)))
+    assert str(bad) in str(exc.value) and "offline_models.py --only pinned.gguf" in str(exc.value)

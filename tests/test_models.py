@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import hashlib
+import os
 import socket
 import sys
 import types
@@ -249,3 +251,73 @@ def test_download_rejects_unknown_names_before_any_work(tmp_path):
     with pytest.raises(ModelNotFoundError, match="unknown model"):
         download_models(["nope"], models_dir_=tmp_path / "models")
     assert not (tmp_path / "models").exists()
+
+
+# -- pinned checksums of the PyPI-assembled GGUFs ----------------------------------------------
+
+REAL_SMOLLM2 = Path(__file__).resolve().parents[1] / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture
+def pinned_file(tmp_path, monkeypatch):
+    """A tiny file pinned under its own name, with an empty memo of verified files."""
+    path = tmp_path / "tiny-pinned.gguf"
+    path.write_bytes(b"GGUF" + b"\0" * 60)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    monkeypatch.setattr(models, "PINNED_GGUFS", {path.name: (path.stat().st_size, digest)})
+    monkeypatch.setattr(models, "_VERIFIED", set())
+    return path, digest
+
+
+def test_the_assembled_gguf_files_are_pinned():
+    assert models.PINNED_GGUFS["qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"] == (
+        491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")
+    assert models.PINNED_GGUFS["SmolLM2-135M-Instruct.Q4_1.gguf"] == (
+        98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53")
+
+
+def test_a_pinned_file_that_matches_is_hashed_once(pinned_file, monkeypatch):
+    path, _ = pinned_file
+    hashed = []
+    real = models.sha256_file
+    monkeypatch.setattr(models, "sha256_file", lambda p: hashed.append(p) or real(p))
+    models.verify_pinned(path)
+    models.verify_pinned(path)
+    assert hashed == [path]  # the second load trusts the remembered (path, size, mtime)
+    models.verify_pinned(path.with_name("not-pinned.gguf"))  # other names are not checked
+    assert hashed == [path]
+
+
+def test_a_pinned_file_with_other_bytes_is_refused(pinned_file):
+    path, digest = pinned_file
+    path.write_bytes(b"GGUF" + b"\1" * 60)  # same size, other content
+    with pytest.raises(models.ModelLoadError) as exc:
+        models.verify_pinned(path)
+    msg = str(exc.value)
+    assert str(path) in msg and digest in msg and models.sha256_file(path) in msg
+    assert f"python scripts/offline_models.py --only {path.name}" in msg and "scripts/setup.sh" in msg
+
+
+def test_a_pinned_file_of_the_wrong_size_is_refused_without_hashing(pinned_file, monkeypatch):
+    path, digest = pinned_file
+    path.write_bytes(b"GGUF")  # truncated
+    monkeypatch.setattr(models, "sha256_file", lambda p: pytest.fail("hashed a file of the wrong size"))
+    with pytest.raises(models.ModelLoadError, match="a file of 4 bytes") as exc:
+        models.verify_pinned(path)
+    assert digest in str(exc.value) and "--only tiny-pinned.gguf" in str(exc.value)
+
+
+def test_a_changed_file_is_checked_again(pinned_file):
+    path, _ = pinned_file
+    models.verify_pinned(path)
+    path.write_bytes(b"GGUF" + b"\1" * 60)  # rewritten after it passed: a new mtime
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    with pytest.raises(models.ModelLoadError, match="fails its pinned checksum"):
+        models.verify_pinned(path)
+
+
+@pytest.mark.skipif(not REAL_SMOLLM2.is_file(), reason="SmolLM2 GGUF not assembled (scripts/setup.sh)")
+def test_the_real_smollm2_file_passes_its_pin(monkeypatch):
+    monkeypatch.setattr(models, "_VERIFIED", set())
+    models.verify_pinned(REAL_SMOLLM2)

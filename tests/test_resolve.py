@@ -12,7 +12,8 @@ import pytest
 from tiny_graphrag.config import ResolutionConfig
 from tiny_graphrag.graph import assign_hids, build_graph, load_graph, normalize_name, save_graph
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, Merge, RelationMention
-from tiny_graphrag.resolve import merge_nodes, merges, resolve_aliases, undo_merge
+from tiny_graphrag.merge import merge_nodes, merges, undo_merge
+from tiny_graphrag.resolve import resolve_aliases
 from tiny_graphrag.schema import Schema
 
 SCHEMA = Schema.preset("general")

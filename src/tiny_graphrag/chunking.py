@@ -44,20 +44,15 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     nlp = cached_model("spacy", "blank:en+sentencizer", _blank_sentencizer)
     spans: list[tuple[int, int]] = []
     pos = 0
-    for para_end, next_start in [(m.start(), m.end()) for m in _PARAGRAPH_RE.finditer(text)] + [
-        (len(text), len(text))
-    ]:
+    breaks = [(m.start(), m.end()) for m in _PARAGRAPH_RE.finditer(text)] + [(len(text), len(text))]
+    for para_end, next_start in breaks:
         para = text[pos:para_end]
         if para.strip():
             nlp.max_length = max(nlp.max_length, len(para) + 1)
             for sent in nlp(para).sents:
-                s = pos + sent.start_char
-                e = pos + sent.end_char
-                # trim whitespace so offsets point at text
-                while s < e and text[s].isspace():
-                    s += 1
-                while e > s and text[e - 1].isspace():
-                    e -= 1
+                # Trimmed, so that offsets point at text.
+                s = pos + sent.start_char + len(sent.text) - len(sent.text.lstrip())
+                e = pos + sent.end_char - (len(sent.text) - len(sent.text.rstrip()))
                 if e > s:
                     spans.append((s, e))
         pos = next_start
@@ -92,17 +87,8 @@ def chunk_document(doc: Document, config: ChunkingConfig = ChunkingConfig()) -> 
             j += 1
         start, end = units[i].start, units[j - 1].end
         text = doc.text[start:end]
-        chunks.append(
-            Chunk(
-                id=content_id("chunk", doc.id, start, end),
-                doc_id=doc.id,
-                index=len(chunks),
-                text=text,
-                start=start,
-                end=end,
-                n_tokens=count_tokens(text),
-            )
-        )
+        chunks.append(Chunk(id=content_id("chunk", doc.id, start, end), doc_id=doc.id, index=len(chunks),
+                            text=text, start=start, end=end, n_tokens=count_tokens(text)))
         if j >= len(units):
             break
         # Step back over trailing sentences that fit in the overlap, but always move forward.

@@ -19,45 +19,24 @@ from .records import Community, content_id
 
 log = logging.getLogger(__name__)
 
+# One level of the hierarchy: (members, can_split, index of its parent in the previous level).
+_Level = list[tuple[tuple[str, ...], bool, int | None]]
 
-def _undirected_weights(graph: nx.MultiDiGraph) -> dict[tuple[str, str], float]:
-    """Summed `weight` of all parallel edges between two nodes, either direction (self-loops dropped)."""
-    weights: dict[tuple[str, str], float] = defaultdict(float)
+
+def _undirected(graph: nx.MultiDiGraph) -> nx.Graph:
+    """All nodes; one edge per linked pair, weighing the summed `weight` of all parallel edges
+    between the two nodes in either direction (self-loops dropped)."""
+    simple = nx.Graph()
+    simple.add_nodes_from(graph)
     for u, v, data in graph.edges(data=True):
-        if u == v:
-            continue
-        a, b = (u, v) if u <= v else (v, u)
-        w = data.get("weight", 1)
-        weights[(a, b)] += float(w if w is not None else 1)
-    return dict(weights)
+        if u != v:
+            w = data.get("weight", 1)
+            pair = simple.get_edge_data(u, v, {"weight": 0.0})
+            simple.add_edge(u, v, weight=pair["weight"] + float(w if w is not None else 1))
+    return simple
 
 
-def _components(nodes: Sequence[str], adjacency: dict[str, set[str]]) -> list[list[str]]:
-    """Connected components, each sorted, in order of their smallest node (deterministic)."""
-    seen: set[str] = set()
-    out = []
-    for start in nodes:  # nodes are sorted, so components come out ordered by their first node
-        if start in seen:
-            continue
-        seen.add(start)
-        stack, comp = [start], []
-        while stack:
-            n = stack.pop()
-            comp.append(n)
-            for m in adjacency.get(n, ()):
-                if m not in seen:
-                    seen.add(m)
-                    stack.append(m)
-        out.append(sorted(comp))
-    return out
-
-
-def _leiden(
-    members: Sequence[str],
-    weights: dict[tuple[str, str], float],
-    adjacency: dict[str, set[str]],
-    config: CommunityConfig,
-) -> list[list[str]]:
+def _leiden(members: Sequence[str], simple: nx.Graph, config: CommunityConfig) -> list[list[str]]:
     """Leiden on the subgraph induced by `members` (sorted); returns the parts, each sorted."""
     import igraph as ig
     import leidenalg
@@ -66,10 +45,10 @@ def _leiden(
     edges, w = [], []
     # Only the members' own edges: walking every edge of the graph per split was quadratic.
     for a in members:
-        for b in adjacency.get(a, ()):
-            if a < b and b in index:  # weights are keyed (smaller, larger)
+        for b, data in simple.adj[a].items():
+            if a < b and b in index:  # each pair once
                 edges.append((index[a], index[b]))
-                w.append(weights[(a, b)])
+                w.append(data["weight"])
     if not edges:
         return [[n] for n in members]
     order = sorted(range(len(edges)), key=lambda i: edges[i])  # stable input -> stable output
@@ -108,70 +87,42 @@ def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig | N
     if graph.number_of_nodes() == 0:
         return []
 
-    nodes = sorted(graph.nodes)
-    weights = _undirected_weights(graph)
-    adjacency: dict[str, set[str]] = defaultdict(set)
-    for a, b in weights:
-        adjacency[a].add(b)
-        adjacency[b].add(a)
-
+    simple = _undirected(graph)
     # Level 0: Leiden per connected component. Leiden never joins disconnected nodes anyway, and
     # running per component keeps one component's partition independent of unrelated ones
     # (modularity's null model otherwise depends on the whole graph's edge weight).
     level0: list[list[str]] = []
-    for comp in _components(nodes, adjacency):
-        level0.extend([comp] if len(comp) == 1 else _leiden(comp, weights, adjacency, config))
+    for comp in sorted(sorted(c) for c in nx.connected_components(simple)):
+        level0.extend([comp] if len(comp) == 1 else _leiden(comp, simple, config))
 
-    # Each level: (members, can_split) per community, plus parent index into the previous level.
-    levels: list[list[tuple[tuple[str, ...], bool]]] = [[(p, True) for p in _sorted_parts(level0)]]
-    parents: list[list[int | None]] = [[None] * len(levels[0])]
-    while True:
-        current = levels[-1]
-        if not any(len(m) > config.max_cluster_size and ok for m, ok in current):
-            break
-        nxt: list[tuple[tuple[str, ...], bool]] = []
-        nxt_parents: list[int | None] = []
-        for i, (members, can_split) in enumerate(current):
-            parts: list[tuple[str, ...]] = [members]
-            splittable = can_split
+    levels: list[_Level] = [[(p, True, None) for p in _sorted_parts(level0)]]
+    while any(len(m) > config.max_cluster_size and ok for m, ok, _ in levels[-1]):
+        nxt: _Level = []
+        for i, (members, can_split, _) in enumerate(levels[-1]):
+            parts, splittable = [members], can_split
             if can_split and len(members) > config.max_cluster_size:
-                found = _sorted_parts(_leiden(members, weights, adjacency, config))
+                found = _sorted_parts(_leiden(members, simple, config))
                 if len(found) > 1:
                     parts = found
                 else:
                     # Same subgraph and seed would give the same single part again: stop trying.
                     splittable = False
                     log.debug("community of %d nodes cannot be split further", len(members))
-            for p in parts:
-                nxt.append((p, splittable))
-                nxt_parents.append(i)
+            nxt.extend((p, splittable, i) for p in parts)
         levels.append(nxt)
-        parents.append(nxt_parents)
 
-    ids = [[content_id("com", lvl, *members) for members, _ in level] for lvl, level in enumerate(levels)]
+    ids = [[content_id("com", lvl, *members) for members, _, _ in level] for lvl, level in enumerate(levels)]
     children: list[list[list[str]]] = [[[] for _ in level] for level in levels]
     for lvl in range(1, len(levels)):
-        for j, parent in enumerate(parents[lvl]):
+        for j, (_, _, parent) in enumerate(levels[lvl]):
             children[lvl - 1][parent].append(ids[lvl][j])
-
-    out: list[Community] = []
-    for lvl, level in enumerate(levels):
-        for j, (members, _) in enumerate(level):
-            parent = parents[lvl][j]
-            out.append(
-                Community(
-                    id=ids[lvl][j],
-                    level=lvl,
-                    nodes=members,
-                    parent=ids[lvl - 1][parent] if parent is not None else None,
-                    children=tuple(children[lvl][j]),
-                    edges=_inner_edges(graph, members),
-                )
-            )
-    log.info(
-        "%d communities over %d levels (%s per level)",
-        len(out),
-        len(levels),
-        ", ".join(str(len(level)) for level in levels),
-    )
+    out = [
+        Community(id=ids[lvl][j], level=lvl, nodes=members,
+                  parent=ids[lvl - 1][parent] if parent is not None else None,
+                  children=tuple(children[lvl][j]), edges=_inner_edges(graph, members))
+        for lvl, level in enumerate(levels)
+        for j, (members, _, parent) in enumerate(level)
+    ]
+    log.info("%d communities over %d levels (%s per level)", len(out), len(levels),
+             ", ".join(str(len(level)) for level in levels))
     return out

@@ -10,11 +10,16 @@ import logging
 import struct
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .config import LLMConfig
 from .errors import ModelLoadError, require
 from .loaded import cached_model
+from .models import verify_pinned
+
+if TYPE_CHECKING:  # pragma: no cover
+    from llama_cpp import Llama
+    from llama_cpp.llama_grammar import LlamaGrammar
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +63,7 @@ def check_gguf(path: Path) -> None:
         )
 
 
-def load_llama(path: Path, config: LLMConfig) -> tuple[Any, threading.Lock]:
+def load_llama(path: Path, config: LLMConfig) -> tuple["Llama", threading.Lock]:
     """The loaded model and the lock that serialises calls on it (llama.cpp contexts are not
     thread-safe), shared by every LlamaCppLLM of the same file and settings in this process."""
     llama_cpp = require("llama_cpp", "llm", "Community reports and answers")
@@ -66,8 +71,9 @@ def load_llama(path: Path, config: LLMConfig) -> tuple[Any, threading.Lock]:
     if n_gpu_layers is None:
         n_gpu_layers = -1 if llama_cpp.llama_supports_gpu_offload() else 0
 
-    def load() -> tuple[Any, threading.Lock]:
+    def load() -> tuple["Llama", threading.Lock]:
         check_gguf(path)
+        verify_pinned(path)
         log.info("loading %s (n_ctx=%d, n_gpu_layers=%d)", path, config.n_ctx, n_gpu_layers)
         try:
             llama = llama_cpp.Llama(
@@ -92,7 +98,7 @@ def load_llama(path: Path, config: LLMConfig) -> tuple[Any, threading.Lock]:
 
 
 @functools.lru_cache(maxsize=16)
-def schema_grammar(schema_json: str) -> Any:
+def schema_grammar(schema_json: str) -> "LlamaGrammar":
     """A GBNF grammar for a JSON schema whose strings cannot hold raw control characters.
 
     llama-cpp-python's converter lets a string contain raw newlines (invalid JSON), and small

@@ -16,7 +16,7 @@ edge (one per (head, tail, label); multigraph key = label)
     label, score (max model score), weight (number of supporting mentions == len(provenance)),
     provenance (doc_id, chunk_id, start, end) spanning both mentions, document-level, hid
 
-graph.graph: schema (Schema.to_dict()), merges (list of undo records, see resolve.py),
+graph.graph: schema (Schema.to_dict()), merges (list of undo records, see merge.py),
 type_conflicts (key -> {"chosen", "votes"}), dropped_relations (reason -> count),
 dropped_entities (reason -> count).
 """
@@ -108,7 +108,7 @@ def _matching_close(s: str) -> int:
 @dataclass
 class _NodeAcc:
     surfaces: Counter = field(default_factory=Counter)  # insertion order breaks ties: first seen
-    votes: dict[str, int] = field(default_factory=dict)
+    votes: Counter = field(default_factory=Counter)
     provenance: list[Span] = field(default_factory=list)
 
 
@@ -139,7 +139,7 @@ def build_graph(chunks: Sequence[Chunk], extractions: Sequence[Extraction], sche
         seen_spans.add(span)
         acc = nodes.setdefault(key, _NodeAcc())
         acc.surfaces[" ".join(m.text.split())] += 1
-        acc.votes[m.type] = acc.votes.get(m.type, 0) + 1
+        acc.votes[m.type] += 1
         acc.provenance.append((chunk.doc_id, chunk.id, span[1], span[2]))
         return key
 
@@ -158,10 +158,9 @@ def build_graph(chunks: Sequence[Chunk], extractions: Sequence[Extraction], sche
             ident = (head, tail, r.label, chunk.doc_id, off + r.head.start, off + r.tail.start, off + r.head.end,
                      off + r.tail.end)
             span = (chunk.doc_id, chunk.id, off + min(r.head.start, r.tail.start), off + max(r.head.end, r.tail.end))
-            if ident not in pending:
-                pending[ident] = (float(r.score), span)
-            else:  # the same relation seen again in an overlapping chunk: keep its best score
-                pending[ident] = (max(pending[ident][0], float(r.score)), pending[ident][1])
+            # The same relation seen again in an overlapping chunk keeps its first span and best score.
+            score, span = pending.get(ident, (float(r.score), span))
+            pending[ident] = (max(score, float(r.score)), span)
 
     graph = nx.MultiDiGraph()
     type_conflicts: dict[str, dict[str, Any]] = {}
@@ -195,13 +194,8 @@ def build_graph(chunks: Sequence[Chunk], extractions: Sequence[Extraction], sche
         else:
             graph.add_edge(head, tail, key=label, label=label, score=score, weight=1, provenance=[span])
 
-    graph.graph.update(
-        schema=schema.to_dict(),
-        merges=[],
-        type_conflicts=type_conflicts,
-        dropped_relations=dict(dropped),
-        dropped_entities=dict(dropped_entities),
-    )
+    graph.graph.update(schema=schema.to_dict(), merges=[], type_conflicts=type_conflicts,
+                       dropped_relations=dict(dropped), dropped_entities=dict(dropped_entities))
     if dropped:
         log.info("dropped %d relation mention(s): %s", sum(dropped.values()), dict(dropped))
     if type_conflicts:

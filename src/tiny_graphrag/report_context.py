@@ -26,6 +26,7 @@ from .tables import pack_table, row
 
 SNIPPET_PAD_CHARS = 100  # text kept on each side of a relationship's supporting span
 SNIPPET_MAX_CHARS = 400  # a long span is cut to this many characters
+_FIX = "To fix: raise LLMConfig.n_ctx or lower LLMConfig.max_report_tokens."
 
 Edge = tuple[str, str, str]  # (head key, tail key, edge key)
 Unit = tuple[str, Any]  # ("edge", Edge) | ("entity", node key) | ("report", community id)
@@ -64,11 +65,8 @@ class ReportContext:
         return tuple(r[0] for r in self.relationships)
 
     def citable(self) -> dict[CitationKind, set[int]]:
-        return {
-            "entities": set(self.entity_ids),
-            "relationships": set(self.relationship_ids),
-            "sources": set(self.source_ids),
-        }
+        return {"entities": set(self.entity_ids), "relationships": set(self.relationship_ids),
+                "sources": set(self.source_ids)}
 
 
 def _mentions(value: Any) -> int:
@@ -83,14 +81,8 @@ def _mentions(value: Any) -> int:
 class _Builder:
     """Renders lists of units as tables and finds the most of them that fit the budget."""
 
-    def __init__(
-        self,
-        graph: nx.MultiDiGraph,
-        sources: Mapping[str, SourceText],
-        count: Callable[[str], int],
-        sub_reports: Mapping[str, Report],
-        budget: int,
-    ) -> None:
+    def __init__(self, graph: nx.MultiDiGraph, sources: Mapping[str, SourceText], count: Callable[[str], int],
+                 sub_reports: Mapping[str, Report], budget: int) -> None:
         self.graph = graph
         self.sources = sources
         self.count = count
@@ -275,17 +267,12 @@ def build_report_context(
     count = functools.lru_cache(maxsize=4096)(count_tokens)
     builder = _Builder(graph, sources, count, sub_reports, budget_tokens)
     if builder.base > budget_tokens:
-        raise ContextWindowError(
-            f"the report prompt template alone is {builder.base} tokens, over the report context budget of "
-            f"{budget_tokens} tokens. To fix: raise LLMConfig.n_ctx or lower LLMConfig.max_report_tokens."
-        )
+        raise ContextWindowError(f"the report prompt template alone is {builder.base} tokens, over the report "
+                                 f"context budget of {budget_tokens} tokens. {_FIX}")
 
     elements = builder.elements(community.edges, community.nodes)
-    children = [
-        communities[c]
-        for c in community.children
-        if communities is not None and c in communities and c in sub_reports
-    ]
+    known = communities or {}
+    children = [known[c] for c in community.children if c in known and c in sub_reports]
     chosen = builder.render(elements, budget_tokens) if children else None
     if children and chosen is None:
         # Replace the largest sub-communities' elements by their reports until the rest fits.
@@ -303,11 +290,8 @@ def build_report_context(
     if chosen is None:
         need = builder.render(elements[:1], sys.maxsize)  # an unlimited budget: always rendered
         assert need is not None
-        raise ContextWindowError(
-            f"community {community.id}: even its first element needs a {need.n_tokens}-token "
-            f"prompt, over the report context budget of {budget_tokens} tokens. To fix: raise LLMConfig.n_ctx "
-            f"or lower LLMConfig.max_report_tokens."
-        )
+        raise ContextWindowError(f"community {community.id}: even its first element needs a {need.n_tokens}-token "
+                                 f"prompt, over the report context budget of {budget_tokens} tokens. {_FIX}")
     return chosen
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import re
 import sqlite3
@@ -28,8 +27,6 @@ import numpy as np
 from .errors import IndexFormatError
 from .placement import INDEX_FILES, MANIFEST, STAGING_MARKER
 from .records import Chunk, Community, Document, Finding, Report
-
-log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 GRAPH = "graph.pkl"
@@ -160,14 +157,14 @@ class IndexStore:
             self._db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
         self._sid_by_chunk = None
 
-    def documents(self) -> list[Document]:
-        rows = self._db.execute("SELECT id, source, text FROM documents ORDER BY rowid").fetchall()
-        return [Document(id=r["id"], text=r["text"], source=r["source"]) for r in rows]
+    def _one(self, sql: str, key: object) -> sqlite3.Row:
+        row = self._db.execute(sql, (key,)).fetchone()
+        if row is None:
+            raise KeyError(key)
+        return row
 
-    def document(self, doc_id: str) -> Document:
-        r = self._db.execute("SELECT id, source, text FROM documents WHERE id = ?", (doc_id,)).fetchone()
-        if r is None:
-            raise KeyError(doc_id)
+    @staticmethod
+    def _document(r: sqlite3.Row) -> Document:
         return Document(id=r["id"], text=r["text"], source=r["source"])
 
     @staticmethod
@@ -175,20 +172,20 @@ class IndexStore:
         return Chunk(id=r["id"], doc_id=r["doc_id"], index=r["idx"], text=r["text"], start=r["start"],
                      end=r["end"], n_tokens=r["n_tokens"])
 
+    def documents(self) -> list[Document]:
+        return [self._document(r) for r in self._db.execute("SELECT * FROM documents ORDER BY rowid")]
+
+    def document(self, doc_id: str) -> Document:
+        return self._document(self._one("SELECT * FROM documents WHERE id = ?", doc_id))
+
     def chunks(self) -> list[Chunk]:
         return [self._chunk(r) for r in self._db.execute("SELECT * FROM chunks ORDER BY sid")]
 
     def chunk(self, chunk_id: str) -> Chunk:
-        r = self._db.execute("SELECT * FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
-        if r is None:
-            raise KeyError(chunk_id)
-        return self._chunk(r)
+        return self._chunk(self._one("SELECT * FROM chunks WHERE id = ?", chunk_id))
 
     def chunk_by_sid(self, sid: int) -> Chunk:
-        r = self._db.execute("SELECT * FROM chunks WHERE sid = ?", (int(sid),)).fetchone()
-        if r is None:
-            raise KeyError(sid)
-        return self._chunk(r)
+        return self._chunk(self._one("SELECT * FROM chunks WHERE sid = ?", int(sid)))
 
     def source_ids(self) -> dict[str, int]:
         """chunk id -> short source id (sid), the number answers and reports cite."""
@@ -225,9 +222,7 @@ class IndexStore:
         if self._graph is None:
             from .graph import load_graph
 
-            if not (self.path / GRAPH).is_file():
-                raise IndexFormatError(f"index {self.path} has no {GRAPH}; rebuild the index")
-            self._graph = load_graph(self.path / GRAPH)
+            self._graph = load_graph(self.path / GRAPH)  # a missing file: IndexFormatError, with the fix
         return self._graph
 
     # ---- communities and reports ----------------------------------------------------------

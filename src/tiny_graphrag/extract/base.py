@@ -7,7 +7,6 @@ Python: importing this module loads no model, torch or spaCy.
 from __future__ import annotations
 
 import importlib
-import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar, runtime_checkable
 
 from tqdm.auto import tqdm
@@ -20,8 +19,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import os
 
     from ..config import ExtractionConfig
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -87,9 +84,27 @@ def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[i : i + size]
 
 
-def progress_bar(total: int, *, enabled: bool, desc: str):
-    """A tqdm bar counting chunks; a disabled bar when `enabled` is False."""
-    return tqdm(total=total, disable=not enabled, desc=desc, unit="chunk", leave=False)
+Relations = list[list[RelationMention]]
+
+
+def extract_batches(
+    chunks: Sequence[Chunk],
+    batch_size: int,
+    find: Callable[[list[str]], tuple[list[list[EntityMention]], Relations]],
+    *,
+    progress: bool,
+    desc: str,
+) -> list[Extraction]:
+    """One Extraction per chunk: `find` gets the texts of each batch and returns, per text, its
+    entity mentions and the relations between them."""
+    results: list[Extraction] = []
+    with tqdm(total=len(chunks), disable=not progress, desc=desc, unit="chunk", leave=False) as bar:
+        for batch in batched(chunks, batch_size):
+            mentions, relations = find([c.text for c in batch])
+            for chunk, ms, rs in zip(batch, mentions, relations):
+                results.append(Extraction(chunk_id=chunk.id, entities=tuple(ms), relations=tuple(rs)))
+            bar.update(len(batch))
+    return results
 
 
 def dedupe_mentions(mentions: Iterable[EntityMention]) -> list[EntityMention]:
@@ -108,33 +123,16 @@ def dedupe_mentions(mentions: Iterable[EntityMention]) -> list[EntityMention]:
     return sorted(kept, key=lambda m: (m.start, m.end))
 
 
-def keep_schema_types(mentions: Iterable[EntityMention], schema: Schema) -> list[EntityMention]:
-    """Only mentions whose type the schema declares."""
-    allowed = set(schema.entity_types)
-    return [m for m in mentions if m.type in allowed]
-
-
-def is_self_relation(rel: RelationMention) -> bool:
-    """Head and tail name the same thing (same span, or same text and type)."""
-    h, t = rel.head, rel.tail
-    same_span = (h.start, h.end) == (t.start, t.end)
-    same_entity = h.type == t.type and h.text.casefold() == t.text.casefold()
-    return same_span or same_entity
-
-
 def enforce_constraints(relations: Iterable[RelationMention], schema: Schema) -> list[RelationMention]:
-    """Drop relations the schema does not allow.
-
-    A relation survives only when its label is a schema relation type whose allowed_head /
-    allowed_tail admit the head and tail mention types, and it does not link an entity to itself.
-    """
+    """The relations the schema allows between their mention types, without those linking an
+    entity to itself (the same span, or the same text and type)."""
     kept = []
     for rel in relations:
-        if not schema.allows(rel.label, rel.head.type, rel.tail.type):
-            continue
-        if is_self_relation(rel):
-            continue
-        kept.append(rel)
+        h, t = rel.head, rel.tail
+        same_span = (h.start, h.end) == (t.start, t.end)
+        same_entity = h.type == t.type and h.text.casefold() == t.text.casefold()
+        if schema.allows(rel.label, h.type, t.type) and not (same_span or same_entity):
+            kept.append(rel)
     return kept
 
 

@@ -11,20 +11,20 @@ import argparse
 import bisect
 import json
 import logging
-import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
+from ..chunking import WORD_RE
 from ..errors import ModelLoadError, require
 from ..loaded import cached_model, clear_models
 from ..models import choose_device, file_fingerprint, load_error, refetch_hint, resolve_model
 from ..models import models_dir as default_models_dir
 from ..records import Chunk, EntityMention, Extraction, RelationMention
 from ..schema import Schema
-from .base import batched, best_label_per_pair, dedupe_mentions, enforce_constraints, keep_schema_types, progress_bar
+from .base import Relations, best_label_per_pair, dedupe_mentions, enforce_constraints, extract_batches
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
@@ -32,9 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..config import ExtractionConfig
 
 log = logging.getLogger(__name__)
-
-# The word splitter GLiNER ("whitespace" splitter) and GLiREL use by default.
-_WORD = re.compile(r"\w+(?:[-_]\w+)*|\S")
 
 
 # ---- runtime and loading ------------------------------------------------------------------
@@ -215,8 +212,8 @@ def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | N
 
 # ---- words and token spans ----------------------------------------------------------------
 def word_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) character offsets of the words GLiREL reads."""
-    return [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    """(start, end) character offsets of the words GLiREL reads (its default splitter: WORD_RE)."""
+    return [(m.start(), m.end()) for m in WORD_RE.finditer(text)]
 
 
 def token_span(starts: Sequence[int], ends: Sequence[int], mention: EntityMention) -> tuple[int, int] | None:
@@ -332,26 +329,23 @@ class GlinerGlirelExtractor:
         predict = getattr(model, "inference", None) or model.batch_predict_entities
         raw = predict(list(texts), labels, flat_ner=True, threshold=float(self.config.entity_threshold),
                       batch_size=max(1, len(texts)))
-        out = []
-        for text, ents in zip(texts, raw):
-            mentions = [
+        return [
+            dedupe_mentions(
                 EntityMention(text=text[e["start"] : e["end"]], type=str(e["label"]),
                               start=int(e["start"]), end=int(e["end"]), score=float(e["score"]))
                 for e in ents
-            ]
-            out.append(dedupe_mentions(keep_schema_types(mentions, self.schema)))
-        return out
+                if str(e["label"]) in labels  # only the schema's types
+            )
+            for text, ents in zip(texts, raw)
+        ]
+
+    def _find(self, texts: list[str]) -> tuple[list[list[EntityMention]], Relations]:
+        mentions = self.entities(texts)
+        return mentions, self.relations.predict(texts, mentions) if self.relations else [[] for _ in texts]
 
     def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
-        results: list[Extraction] = []
-        with progress_bar(len(chunks), enabled=progress, desc="extracting (GLiNER+GLiREL)") as bar:
-            for batch in batched(chunks, self.config.batch_size):
-                texts = [c.text for c in batch]
-                mentions = self.entities(texts)
-                relations = self.relations.predict(texts, mentions) if self.relations else [[] for _ in batch]
-                for chunk, ms, rs in zip(batch, mentions, relations):
-                    results.append(Extraction(chunk_id=chunk.id, entities=tuple(ms), relations=tuple(rs)))
-                bar.update(len(batch))
+        results = extract_batches(chunks, self.config.batch_size, self._find, progress=progress,
+                                  desc="extracting (GLiNER+GLiREL)")
         log.debug("extracted %d chunks: %d mentions, %d relations", len(results),
                   sum(len(r.entities) for r in results), sum(len(r.relations) for r in results))
         return results

@@ -16,7 +16,7 @@ from ..loaded import cached_model
 from ..models import resolve_model
 from ..records import Chunk, EntityMention, Extraction, RelationMention
 from ..schema import Schema
-from .base import batched, dedupe_mentions, enforce_constraints, progress_bar
+from .base import Relations, dedupe_mentions, enforce_constraints, extract_batches
 from .gliner import GlirelRelations  # importing it loads no model (that happens on first use)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -215,21 +215,17 @@ class SpacyExtractor:
         sentences = [[m for m in ms if m in kept] for _, ms in sorted(by_sentence.items())]
         return mentions, sentences
 
+    def _find(self, texts: list[str]) -> tuple[list[list[EntityMention]], Relations]:
+        parsed = [self._mentions(doc) for doc in self._nlp().pipe(texts, batch_size=len(texts))]
+        mentions = [ms for ms, _ in parsed]
+        if self.glirel is not None:
+            return mentions, self.glirel.predict(texts, mentions)
+        if self.cooccurrence:
+            label = self.config.cooccurrence_relation
+            return mentions, [cooccurrence_relations(sents, self.schema, label) for _, sents in parsed]
+        return mentions, [[] for _ in texts]
+
     def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
-        nlp = self._nlp()
-        results: list[Extraction] = []
-        with progress_bar(len(chunks), enabled=progress, desc="extracting (spaCy)") as bar:
-            for batch in batched(chunks, self.config.batch_size):
-                texts = [c.text for c in batch]
-                parsed = [self._mentions(doc) for doc in nlp.pipe(texts, batch_size=len(texts))]
-                if self.glirel is not None:
-                    relations = self.glirel.predict(texts, [ms for ms, _ in parsed])
-                elif self.cooccurrence:
-                    relations = [cooccurrence_relations(sents, self.schema, self.config.cooccurrence_relation)
-                                 for _, sents in parsed]
-                else:
-                    relations = [[] for _ in batch]
-                for chunk, (ms, _), rs in zip(batch, parsed, relations):
-                    results.append(Extraction(chunk_id=chunk.id, entities=tuple(ms), relations=tuple(rs)))
-                bar.update(len(batch))
-        return results
+        self._nlp()  # loaded (or refused) before any progress is shown, even for no chunks
+        return extract_batches(chunks, self.config.batch_size, self._find, progress=progress,
+                               desc="extracting (spaCy)")
