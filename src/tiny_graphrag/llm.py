@@ -28,6 +28,11 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
+# Room for the chat template's own tokens (role markers, BOS, a date header in Llama 3), which
+# prompt budgets do not see because they count message contents only.
+CHAT_TEMPLATE_MARGIN = 64
+
+
 class ContextWindowError(TinyGraphRAGError, ValueError):
     """A prompt plus the tokens asked for do not fit in the model's context window."""
 

@@ -14,17 +14,13 @@ from dataclasses import replace
 import networkx as nx
 
 from .citations import filter_citations, strip_citations
-from .llm import LLM, CachedLLM, ContextWindowError
+from .llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, ContextWindowError
 from .records import Community, Finding, Report
 from .report_context import ReportContext, SourceText, build_report_context
 from .report_json import parse_report_json
 from .report_prompt import report_messages, report_schema
 
 log = logging.getLogger(__name__)
-
-# Room for the chat template's own tokens (role markers, BOS, a date header in Llama 3), which
-# the context budget does not see because it counts message contents only.
-CHAT_TEMPLATE_MARGIN = 64
 
 FALLBACK_EXPLANATION = "not rated: the model did not produce a valid report for this community"
 

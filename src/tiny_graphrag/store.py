@@ -95,7 +95,7 @@ class IndexStore:
             names = {p.name for p in path.iterdir()}
             if names and names <= INDEX_FILES:
                 raise IndexFormatError(
-                    f"{path} is an unfinished index (no {MANIFEST}): its build did not finish. Rerun the "
+                    f"{path} is not a complete index (no {MANIFEST}): its build did not finish. Rerun the "
                     f"build with `--out {path} --force`"
                 )
             raise IndexFormatError(

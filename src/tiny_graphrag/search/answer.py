@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 
 from ..citations import check_citations
 from ..errors import InputError
-from ..llm import LLM
+from ..llm import CHAT_TEMPLATE_MARGIN, LLM
 from .context import BuiltContext
 from .prompts import NO_DATA_ANSWER, prompt_tokens
 from .result import SearchResult, Sources, StreamingResult, Usage
@@ -22,9 +22,6 @@ from .tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
-# Room for the chat template's own tokens (role markers, BOS), which budgets do not see because
-# they count message contents only (the same margin reports.py uses).
-CHAT_TEMPLATE_MARGIN = 64
 MIN_CONTEXT_TOKENS = 64  # less room than this for data means the query itself is too long
 
 APPROXIMATE_NOTE = (
