@@ -26,11 +26,11 @@ from .chunking import chunk_documents
 from .communities import hierarchical_communities
 from .config import BuildConfig
 from .documents import collect_documents, is_path_string
-from .embed import Embedder
+from .embed import Embedder, TextEmbedder
 from .errors import InputError, TinyGraphRAGError
-from .extract.base import make_extractor
+from .extract.base import Extractor, make_extractor
 from .graph import build_graph
-from .llm import CachedLLM, open_llm
+from .llm import LLM, CachedLLM, open_llm
 from .models import choose_device
 from .placement import check_output, clean_stale_staging, disk_full_error, publish, staging_dir
 from .records import Chunk, EntityMention, Extraction, RelationMention
@@ -125,9 +125,9 @@ def build_index(
     entity_types: Sequence[str] | None = None,
     relation_types: Sequence[str] | Mapping[str, Any] | None = None,
     config: BuildConfig = BuildConfig(),
-    extractor=None,
-    embedder=None,
-    llm=None,
+    extractor: Extractor | None = None,
+    embedder: TextEmbedder | None = None,
+    llm: LLM | None = None,
     progress: bool = True,
     force: bool = False,
 ) -> BuildResult:
@@ -180,8 +180,8 @@ def _resolve_schema(schema, entity_types, relation_types) -> Schema:
     return Schema.load(schema)
 
 
-def _run(inputs, tmp: Path, schema: Schema, config: BuildConfig, cache: CallCache, extractor, embedder, llm,
-         progress: bool) -> BuildSummary:
+def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config: BuildConfig, cache: CallCache,
+         extractor: Extractor | None, embedder: TextEmbedder | None, llm: LLM | None, progress: bool) -> BuildSummary:
 
     timer = _Timer()
     warnings: list[str] = []
@@ -318,7 +318,7 @@ def _config_dict(config: BuildConfig) -> dict[str, Any]:
 
 
 # ---- extraction with a per-chunk cache -----------------------------------------------------
-def _extract_cached(extractor, chunks: Sequence[Chunk], cache: CallCache, calls: dict[str, int],
+def _extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCache, calls: dict[str, int],
                     progress: bool) -> list[Extraction]:
     fingerprint = repr(sorted(extractor.describe().items()))
     keys = [cache_key("extract", fingerprint, c.text) for c in chunks]
