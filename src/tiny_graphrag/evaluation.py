@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from .cache import CallCache
 from .citations import strip_citations
 from .config import LLMConfig
 from .errors import InputError
@@ -103,9 +104,8 @@ def generate_questions(llm: LLM, description: str, n: int, *, tasks: int = 2, pe
     """The paper's personas -> tasks -> questions: ceil(n / (tasks*per_task)) users, `tasks` tasks
     each, `per_task` questions per (user, task); the first `n` distinct questions, taken
     round-robin over users so a short list still covers them all."""
-    _check_count("questions", n)
-    _check_count("tasks", tasks)
-    _check_count("per_task", per_task)
+    for name, count in (("questions", n), ("tasks", tasks), ("per_task", per_task)):
+        _check_count(name, count)
     if not description.strip():
         raise InputError("the corpus description is empty: pass a sentence or two saying what the texts are")
     n_users = math.ceil(n / (tasks * per_task))
@@ -116,8 +116,9 @@ def generate_questions(llm: LLM, description: str, n: int, *, tasks: int = 2, pe
             {"type": "object", "properties": {"name": _text(60), "description": _text()},
              "required": ["name", "description"]}, n_users)}, "required": ["users"]}, max_tokens)
     per_user: list[list[Question]] = []
-    for user in (users or {}).get("users", []):
+    for k, user in enumerate((users or {}).get("users", [])):
         persona = f"{user['name']}: {user['description']}"
+        log.info("questions: user %d/%d %s", k + 1, n_users, user["name"])
         got = _ask(llm, _QG_SYSTEM, (
             f"Description of the collection:\n{description}\n\nUser: {persona}\n\nList {tasks} tasks this user "
             "would do with the whole collection."),
@@ -170,6 +171,11 @@ def _first_distinct(questions: list[Question], n: int, how: str) -> list[Questio
     return out[:n]
 
 
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise InputError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+
+
 def _check_count(name: str, n: int) -> None:
     if not isinstance(n, int) or n < 1:
         raise InputError(f"{name} must be a whole number >= 1, got {n!r}")
@@ -187,8 +193,7 @@ class Answer:
 
 def collect_answers(engine: "QueryEngine", questions: Sequence[Question], mode: str) -> list[Answer]:
     """Each question answered by one search mode of the engine."""
-    if mode not in MODES:
-        raise InputError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+    _check_mode(mode)
     out = []
     for i, q in enumerate(questions):
         t0 = time.perf_counter()
@@ -349,12 +354,12 @@ def win_rates(verdicts: Sequence[Verdict], *, resamples: int = 2000, seed: int =
 
 
 def open_judge(model: str | None, engine: "QueryEngine", *, n_ctx: int | None = None,
-               chat_format: str | None = None) -> LLM:
+               chat_format: str | None = None, cache: CallCache | None = None) -> LLM:
     """The judge: a GGUF by file name (under the models dir) or path, else the index's own LLM."""
     if model is None:
         return engine.llm
     return open_llm(LLMConfig(model=model, chat_format=chat_format, n_ctx=n_ctx or LLMConfig().n_ctx),
-                    models_dir=engine.models_dir)
+                    models_dir=engine.models_dir, cache=cache)
 
 
 def read_questions(path: str | os.PathLike) -> list[Question]:
@@ -417,8 +422,7 @@ def evaluate(engine: "QueryEngine", judge_llm: LLM, *, questions: int | Sequence
     if a == b:
         raise InputError(f"both modes are {a!r}: compare two different modes (e.g. a='global', b='naive')")
     for mode in (a, b):
-        if mode not in MODES:
-            raise InputError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+        _check_mode(mode)
     t0 = time.perf_counter()
     if isinstance(questions, int):
         if source == "personas":
