@@ -71,16 +71,23 @@ def run_one(name: str, index: Path, args: argparse.Namespace) -> dict:
             "counts": info["counts"], "levels": info["levels"], "fallback_reports": info["fallback_reports"],
             "llm": (manifest.get("config") or {}).get("llm"),
             "max_cluster_size": ((manifest.get("config") or {}).get("communities") or {}).get("max_cluster_size"),
-            "extractor": (info["models"]["extractor"] or {}).get("name"), "seconds_per_stage": summary.get("seconds_per_stage"),
+            "extractor": (info["models"]["extractor"] or {}).get("name"),
+            "seconds_per_stage": summary.get("seconds_per_stage"),
         },
         "search_config": "library defaults" if args.library_defaults else {
             "prefilter_top": args.prefilter_top, "map_max_tokens": args.map_max_tokens,
             "answer_max_tokens": args.answer_max_tokens, "context_tokens": args.context_tokens},
         "seconds": round(seconds, 1),
+        # Judges tend to prefer the longer answer: the lengths, to read the win rates against.
+        "mean_answer_words": {result.a: _mean_words(result.answers_a), result.b: _mean_words(result.answers_b)},
         **calls,
         "evaluation": result.to_dict(),
         "table": result.format(),
     }
+
+
+def _mean_words(answers) -> float:
+    return round(sum(len(x.text.split()) for x in answers) / max(len(answers), 1), 1)
 
 
 def main(argv: list[str] | None = None) -> int:
