@@ -80,8 +80,9 @@ class Question:
     task: str = ""
 
 
-_QG_SYSTEM = ("You help design an evaluation of a question-answering system over a collection of text. "
-              "Global questions need an understanding of the whole collection, not of one passage.")
+# Say nothing about evaluating a system: a 0.5B model then names "a question-answering system" as a user.
+_QG_SYSTEM = ("You imagine the real people who read a collection of texts, and what they want to learn from "
+              "the collection as a whole.")
 
 
 def describe_corpus(engine: "QueryEngine", *, words: int = 120, titles: int = 8) -> str:
@@ -110,8 +111,9 @@ def generate_questions(llm: LLM, description: str, n: int, *, tasks: int = 2, pe
         raise InputError("the corpus description is empty: pass a sentence or two saying what the texts are")
     n_users = math.ceil(n / (tasks * per_task))
     users = _ask(llm, _QG_SYSTEM, (
-        f"Description of the collection:\n{description}\n\nName {n_users} different potential users of this "
-        "collection, each with a one-sentence description of who they are and why they read it."),
+        f"Description of the collection:\n{description}\n\nName {n_users} different kinds of people who would "
+        "read this collection (for example a student, a journalist, a historian), each with one sentence on who "
+        "they are and why they read it."),
         {"type": "object", "properties": {"users": _items(
             {"type": "object", "properties": {"name": _text(60), "description": _text()},
              "required": ["name", "description"]}, n_users)}, "required": ["users"]}, max_tokens)
