@@ -247,3 +247,33 @@ def test_smollm2_writes_persona_questions(smol):
     qs = generate_questions(smol, "A Wikipedia article about Barack Obama, the 44th U.S. president.", 2,
                             tasks=1, per_task=1, max_tokens=200)
     assert 1 <= len(qs) <= 2 and all(q.text and q.persona for q in qs)
+
+
+def test_repeated_users_are_dropped_and_later_prompts_see_earlier_questions():
+    def writer(messages, schema, max_tokens):
+        if "users" in schema["properties"]:
+            return {"users": [{"name": "Same", "description": "d"}] * 3}
+        return _question_writer(messages, schema, max_tokens)
+
+    llm = FakeLLM(writer)
+    qs = generate_questions(llm, "A corpus.", 6, tasks=2)
+    assert len(qs) == 2  # one distinct user x 2 tasks
+    question_prompts = [r["messages"][-1]["content"] for r in llm.backend.requests if "Task:" in r["messages"][-1]["content"]]
+    assert "Already asked" not in question_prompts[0] and qs[0].text in question_prompts[1]
+
+
+def test_evaluate_tops_up_persona_questions_from_reports(index):
+    def writer(messages, schema, max_tokens):
+        props = schema["properties"]
+        if "winner" in props:
+            return {"reason": "r", "winner": "tie"}
+        if "questions" in props and "Summaries of the main communities" in messages[-1]["content"]:
+            return {"questions": [f"Report question {i}?" for i in range(props["questions"]["maxItems"])]}
+        if "users" in props:
+            return {"users": [{"name": "Only", "description": "d"}]}
+        return _question_writer(messages, schema, max_tokens)
+
+    with _engine(index, FakeLLM()) as qe:
+        result = evaluate(qe, FakeLLM(writer), questions=4)
+    assert len(result.questions) == 4
+    assert [bool(q.persona) for q in result.questions] == [True, True, False, False]

@@ -118,7 +118,8 @@ def generate_questions(llm: LLM, description: str, n: int, *, tasks: int = 2, pe
             {"type": "object", "properties": {"name": _text(60), "description": _text()},
              "required": ["name", "description"]}, n_users)}, "required": ["users"]}, max_tokens)
     per_user: list[list[Question]] = []
-    for k, user in enumerate((users or {}).get("users", [])):
+    written: list[str] = []  # shown to later calls: greedy decoding repeats itself on repeated prompts
+    for k, user in enumerate(_distinct_users((users or {}).get("users", []))):
         persona = f"{user['name']}: {user['description']}"
         log.info("questions: user %d/%d %s", k + 1, n_users, user["name"])
         got = _ask(llm, _QG_SYSTEM, (
@@ -127,13 +128,17 @@ def generate_questions(llm: LLM, description: str, n: int, *, tasks: int = 2, pe
             {"type": "object", "properties": {"tasks": _items(_text(), tasks)}, "required": ["tasks"]}, max_tokens)
         mine = []
         for task in (got or {}).get("tasks", []):
+            asked = "".join(f"\n- {q}" for q in written[-8:])
             qs = _ask(llm, _QG_SYSTEM, (
                 f"Description of the collection:\n{description}\n\nUser: {persona}\nTask: {task}\n\nWrite {per_task} "
                 "question(s) this user would ask for this task. Each must need an understanding of the entire "
-                "collection (themes, trends, comparisons), not one fact from one passage."),
+                "collection (themes, trends, comparisons), not one fact from one passage."
+                + (f"\nAlready asked (write different ones):{asked}" if asked else "")),
                 {"type": "object", "properties": {"questions": _items(_text(), per_task)},
                  "required": ["questions"]}, max_tokens)
-            mine += [Question(q.strip(), persona, task) for q in (qs or {}).get("questions", [])]
+            new = [q.strip() for q in (qs or {}).get("questions", [])]
+            written += new
+            mine += [Question(q, persona, task) for q in new]
         per_user.append(mine)
     ordered = [q for row in _round_robin(per_user) for q in row]
     return _first_distinct(ordered, n, "personas")
@@ -154,6 +159,11 @@ def questions_from_reports(llm: LLM, reports: Sequence[Report], n: int, *, top: 
         "not one fact from one summary."),
         {"type": "object", "properties": {"questions": _items(_text(), n)}, "required": ["questions"]}, max_tokens)
     return _first_distinct([Question(q.strip()) for q in (got or {}).get("questions", [])], n, "reports")
+
+
+def _distinct_users(users: list[dict]) -> list[dict]:
+    seen: set[str] = set()
+    return [u for u in users if not (u["name"].lower() in seen or seen.add(u["name"].lower()))]
 
 
 def _round_robin(rows: list[list[Question]]) -> list[list[Question]]:
@@ -429,6 +439,9 @@ def evaluate(engine: "QueryEngine", judge_llm: LLM, *, questions: int | Sequence
     if isinstance(questions, int):
         if source == "personas":
             qs = generate_questions(judge_llm, description or describe_corpus(engine), questions)
+            if len(qs) < questions and engine.globals.reports:  # a small model repeats itself: top up
+                extra = questions_from_reports(judge_llm, engine.globals.reports, questions)
+                qs = _first_distinct(qs + extra, questions, "personas, then reports")
         elif source == "reports":
             qs = questions_from_reports(judge_llm, engine.globals.reports, questions)
         else:
