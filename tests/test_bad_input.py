@@ -233,3 +233,10 @@ def test_missing_report_model_fails_before_extraction(work, capsys, monkeypatch)
     assert main(["build", "a.txt", "--out", "g", "--extractor", "spacy", "--llm", "nothere.gguf"]) == 2
     err = capsys.readouterr().err
     assert "nothere.gguf" in err and "not found" in err and not (work / "g").exists()
+
+
+def test_evaluate_never_overwrites_its_out_file(work, capsys):
+    (work / "eval.json").write_text("my earlier results")
+    assert main(["evaluate", "--index", "nowhere", "--out", "eval.json"]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert (work / "eval.json").read_text() == "my earlier results"

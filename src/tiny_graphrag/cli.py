@@ -123,6 +123,28 @@ def _build_parser() -> argparse.ArgumentParser:
     q.add_argument("--n-ctx", type=_int_at_least(256), help="LLM context window in tokens (default: the build's)")
     q.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
 
+    e = sub.add_parser("evaluate", help="judge two search modes head to head on global questions (GraphRAG paper "
+                                        "§4.1): win rates per criterion and the judge's order agreement", **kw)
+    e.add_argument("--index", required=True, help="an index folder written by build (with community reports)")
+    e.add_argument("--judge", help="GGUF file name under models/ or a path, that writes the questions and judges "
+                                   "(default: the index's LLM; a larger model gives a trustworthy judge)")
+    e.add_argument("--questions", type=_int_at_least(1), default=8, help="how many questions to generate")
+    e.add_argument("--questions-file", type=Path, help="questions to use instead, one per line")
+    e.add_argument("--source", choices=["personas", "reports"], default="personas",
+                   help="generate questions from personas -> tasks -> questions, or from the top community reports")
+    e.add_argument("--description", help="a sentence or two describing the corpus, for personas "
+                                         "(default: the documents' openings and top report titles)")
+    e.add_argument("--a", default="global", choices=["global", "naive", "local"], help="first search mode")
+    e.add_argument("--b", default="naive", choices=["global", "naive", "local"], help="second search mode")
+    e.add_argument("--answer-tokens", type=_int_at_least(16), default=700,
+                   help="each answer is cut to this many tokens for the judge")
+    e.add_argument("--llm", help="GGUF that answers (default: the one the index was built with)")
+    e.add_argument("--chat-format", help="llama.cpp chat format of --judge, when the GGUF has no template")
+    e.add_argument("--n-ctx", type=_int_at_least(256), help="judge context window in tokens (default 4096)")
+    e.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    e.add_argument("--out", type=Path, help="also write the whole evaluation (questions, answers, verdicts) as JSON")
+    e.add_argument("--json", action="store_true", help="print the whole evaluation as JSON")
+
     m = sub.add_parser("models", help="list or download the default models", **kw)
     msub = m.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     d = msub.add_parser("download", help="download the default models (needs network access)", **kw)
@@ -232,20 +254,24 @@ def _info(args) -> int:
     return 0
 
 
+def _llm_settings(index: str, **given: object) -> LLMConfig | None:
+    """The index's build LLM settings with what was given on the command line; None if nothing was."""
+    overrides = {k: v for k, v in given.items() if v is not None}
+    if not overrides:
+        return None  # the engine takes the build's settings itself
+    store = IndexStore.open(index)
+    built = (store.manifest.get("config") or {}).get("llm") or {}
+    store.close()
+    known = {f.name for f in fields(LLMConfig)}
+    return replace(LLMConfig(**{k: v for k, v in built.items() if k in known}), **overrides)
+
+
 def _query(args) -> int:
     from .search.engine import QueryEngine
 
     if args.level is not None and args.mode != "global":
         raise InputError("--level is only for global search")
-    llm = None
-    overrides = {k: v for k, v in {"model": args.llm, "chat_format": args.chat_format, "n_ctx": args.n_ctx}.items()
-                 if v is not None}
-    if overrides:  # the build's LLM settings, with what was given here
-        store = IndexStore.open(args.index)
-        built = (store.manifest.get("config") or {}).get("llm") or {}
-        store.close()
-        known = {f.name for f in fields(LLMConfig)}
-        llm = replace(LLMConfig(**{k: v for k, v in built.items() if k in known}), **overrides)
+    llm = _llm_settings(args.index, model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx)
     qe = QueryEngine(args.index, llm=llm, models_dir=args.models_dir)
     kwargs = {"level": args.level} if args.mode == "global" else {}
     stream = args.stream and not args.json and not args.only_context
@@ -309,6 +335,25 @@ def _snippet(text: str, n: int = 100) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+def _evaluate(args) -> int:
+    from .evaluation import evaluate, open_judge, read_questions
+    from .search.engine import QueryEngine
+
+    if args.out is not None and args.out.exists():
+        raise InputError(f"--out {args.out} exists: choose a new file name (nothing is overwritten)")
+    questions = read_questions(args.questions_file) if args.questions_file else args.questions
+    llm = _llm_settings(args.index, model=args.llm)
+    with QueryEngine(args.index, llm=llm, models_dir=args.models_dir) as qe:
+        judge = open_judge(args.judge, qe, n_ctx=args.n_ctx, chat_format=args.chat_format)
+        result = evaluate(qe, judge, questions=questions, a=args.a, b=args.b, source=args.source,
+                          description=args.description, answer_tokens=args.answer_tokens)
+    data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+    if args.out:
+        args.out.write_text(data + "\n", encoding="utf-8")
+    print(data if args.json else result.format())
+    return 0
+
+
 def _models(args) -> int:
     from .models import download_models, model_status
 
@@ -329,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return {"build": _build, "info": _info, "query": _query, "models": _models}[args.command](args)
+        return {"build": _build, "info": _info, "query": _query, "evaluate": _evaluate, "models": _models}[args.command](args)
     except TinyGraphRAGError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
