@@ -10,23 +10,30 @@ from typing import Any
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
-NO_DATA_ANSWER = (
-    "I do not know: the index holds no information relevant to this question."
-)
+# Said without a model call when nothing in the index is relevant; the same plain phrase the
+# answer prompt asks a model to write when its data does not hold the answer.
+NO_DATA_ANSWER = "The context does not say: the index holds no information relevant to this question."
+NOT_IN_CONTEXT = "The context does not say."
 
-ANSWER_SYSTEM = (
-    "You are a careful assistant. You answer questions using only the data tables you are given. "
-    "If the data does not contain the answer, say that you do not know; never make anything up."
-)
+# Written for 0.5B-3B local models (measured with Qwen2.5 0.5B, bench/answers.py): few rules,
+# each one line, the question right before the rules and the answer slot. Small models follow the
+# last thing they read; a long preamble before the data was followed less than rules after it.
+# The short answer comes first so that it is the part a reader (and exact-match scoring) sees,
+# then the citations; "write only: ..." gives a fixed phrase for "not in the data", which a small
+# model copies instead of guessing or repeating the instructions.
+ANSWER_SYSTEM = "You answer questions using only the data you are given. Your answers are short and exact."
 
 # {citations} says which kinds of ids exist in this context.
-ANSWER_USER = """---Data tables---
+ANSWER_USER = """---Data---
 {context}
 ---End of data---
 
-Answer the question below using only the data above. Keep the answer short. After each statement, cite its evidence as {citations}, using only ids that appear in the data tables above (at most 5 ids per citation; add "+more" when there are more). If the data does not answer the question, say so.
-
 Question: {query}
+
+Answer the question using only the data above.
+- First write the answer itself in a few words (a name, a place, a date, a number, or yes/no), not a sentence.
+- Then cite the ids of the rows that support it, as {citations}.
+- If the data does not contain the answer, write only: """ + NOT_IN_CONTEXT + """
 """
 
 LOCAL_CITATIONS = "[Data: Sources (ids); Entities (ids); Relationships (ids); Reports (ids)]"
@@ -49,13 +56,18 @@ If the reports do not help answer the question, return one point with score 0. U
 Question: {query}
 """
 
-REDUCE_USER = """---Analysts' key points (most helpful first)---
+# The reduce call writes the final answer, so it follows the answer prompt's rules: the answer
+# first in a few words, then citations, and the same fixed phrase when the points do not answer.
+REDUCE_USER = """---Key points (most helpful first)---
 {context}
 ---End of key points---
 
-The key points above were drawn from community reports of a knowledge graph; each cites its reports as [Data: Reports (ids)]. Write a short answer to the question below that combines the points. Keep each point's report citations, as [Data: Reports (ids)] (at most 5 ids per citation; add "+more" when there are more). If the points do not answer the question, say that you do not know.
-
 Question: {query}
+
+Answer the question using only the key points above; each cites its reports as [Data: Reports (ids)].
+- First write the answer itself in a few words (a name, a place, a date, a number, or yes/no), not a sentence.
+- Then cite the reports that support it, as [Data: Reports (ids)].
+- If the key points do not contain the answer, write only: """ + NOT_IN_CONTEXT + """
 """
 
 
