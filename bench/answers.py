@@ -1,7 +1,9 @@
 """End-to-end answer quality on hotpotqa100: one reader, one answer prompt, one context budget.
 
     python -m bench --only answers            # the held-out half (50 questions); also part of --full
-    python -m bench.answers --half tune --limit 10 --modes oracle,naive --json /tmp/t.json   # iterate
+    python -m bench.answers --half tune --limit 10 --modes oracle --prompt terse --json /tmp/t.json   # iterate
+    python -m bench.answers --shard 0/2 --json a.json & python -m bench.answers --shard 1/2 --json b.json
+    python -m bench.answers --merge a.json b.json --json merged.json   # shards run in parallel, then joined
 
 Modes (the same reader, greedy, and the same answer prompt, `prompts.answer_messages`, for all):
 - closed_book: the answer prompt with no data (the data section is empty);
@@ -14,6 +16,9 @@ Modes (the same reader, greedy, and the same answer prompt, `prompts.answer_mess
   within BUDGET tokens. Reports for the 994-passage graph from the 0.5B reader would take many
   hours on 2 CPU cores; the stand-in copies the passages' text into the report schema, so global
   search here measures the map/reduce answer path over report-shaped text, not a model's reports.
+- map probe (the global subset): the map step alone, once on a batch of reports relevant to the
+  question (their community holds an entity mentioned in a gold passage) and once on as many
+  randomly chosen irrelevant ones: how often each gets a point scored above 0.
 
 Scoring: the answer's first line, citations stripped (`citations.strip_citations`), an "Answer:"
 label dropped, against the gold answer with the SQuAD v1.1 normalization (lowercase, punctuation
@@ -78,16 +83,19 @@ Answer the question below using only the data above. Keep the answer short. Afte
 Question: {query}
 """,
     ),
-    "rules-then-question": (
+    "bullets": (  # the first candidate: answer-first rules as a list after the question
         "You answer questions using only the data you are given. Your answers are short and exact.",
         """---Data---
 {context}
 ---End of data---
 
-Use only the data above. Answer in a few words (a name, a place, a date, a number, or yes/no), then cite the ids of the rows that support it as {citations}. If the data does not contain the answer, write: The context does not say.
-
 Question: {query}
-Answer:""",
+
+Answer the question using only the data above.
+- First write the answer itself in a few words (a name, a place, a date, a number, or yes/no), not a sentence.
+- Then cite the ids of the rows that support it, as {citations}.
+- If the data does not contain the answer, write only: The context does not say.
+""",
     ),
     "example": (
         "You answer questions using only the data you are given. Your answers are short and exact.",
@@ -358,6 +366,49 @@ class Reader:
                 "invalid_map_answers": d.get("invalid_map_answers"), "points_in_reduce": d.get("points_in_reduce"),
                 "points": d.get("points", [])}
 
+    def _relevant_reports(self, q) -> tuple[list[tuple[int, Any]], list[tuple[int, Any]]]:
+        """Top-level reports (id, report) whose community holds an entity mentioned in a gold
+        passage, and the others."""
+        eng = self.global_engine
+        assert eng is not None
+        gold_chunks = {self.chunk_of_title[t].id for t in q.gold}
+        community = {c.id: c for c in eng.communities}
+        graph = eng.graph
+
+        def relevant(report) -> bool:
+            nodes = community[report.community_id].nodes
+            return any(p[1] in gold_chunks for n in nodes if n in graph for p in graph.nodes[n].get("provenance", ()))
+
+        reports = eng.globals.at_level(eng.globals.levels[0])
+        rel = [rr for rr in reports if relevant(rr[1])]
+        return rel, [rr for rr in reports if not relevant(rr[1])]
+
+    def map_probe(self, q) -> dict[str, Any]:
+        """The map step alone on two batches: relevant reports, and as many irrelevant ones
+        (seeded choice): does the model score the first above 0 and the second at 0?"""
+        import random
+
+        from tiny_graphrag.search.context import pack_report_batches
+        from tiny_graphrag.search.global_search import run_map
+        from tiny_graphrag.search.tokens import counter_for
+
+        rel, other = self._relevant_reports(q)
+        rel = rel[:GLOBAL_PREFILTER]
+        irrelevant = random.Random(q.id).sample(other, min(len(other), max(len(rel), 1)))
+        counter = counter_for(self.llm)
+        out: dict[str, Any] = {"relevant_reports": [i for i, _ in rel], "irrelevant_reports": [i for i, _ in irrelevant]}
+        for name, reports in (("relevant", rel), ("irrelevant", irrelevant)):
+            if not reports:
+                out[name] = None
+                continue
+            batch = pack_report_batches(reports, BUDGET, counter, seed=None)[:1]
+            t0 = time.perf_counter()
+            answers = run_map(self.llm, batch, q.text, self.config.global_)
+            out[name] = {"reports_in_batch": list(batch[0].report_ids), "batch_tokens": batch[0].tokens,
+                         "valid": answers[0].valid, "seconds": rnd(time.perf_counter() - t0, 1),
+                         "points": [{"score": p.score, "description": p.description} for p in answers[0].points]}
+        return out
+
     def close(self) -> None:
         self.engine.close()
         if self.global_engine:
@@ -371,7 +422,8 @@ def score_record(gold: str, rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate(reader: Reader, questions, modes: Sequence[str], global_ids: set[str] = frozenset(),
-             half: dict[str, str] | None = None, progress_path: Path | None = None) -> list[dict[str, Any]]:
+             half: dict[str, str] | None = None, progress_path: Path | None = None,
+             probe_global: bool = False) -> list[dict[str, Any]]:
     """Every question through every mode (question by question, so a run cut short has whole rows)."""
     records = []
     t0 = time.perf_counter()
@@ -379,9 +431,14 @@ def evaluate(reader: Reader, questions, modes: Sequence[str], global_ids: set[st
         rec: dict[str, Any] = {"id": q.id, "question": q.text, "gold_answer": q.answer, "type": q.type,
                                "gold_titles": list(q.gold), "half": (half or {}).get(q.id), "modes": {}}
         for mode in modes:
+            if mode == "map_probe":  # not an answer: the map step's scores (see Reader.map_probe)
+                rec["map_probe"] = reader.map_probe(q)
+                continue
             rec["modes"][mode] = score_record(q.answer, getattr(reader, mode)(q))
         if q.id in global_ids:
             rec["modes"]["global"] = score_record(q.answer, reader.run_global(q))
+            if probe_global and "map_probe" not in modes:
+                rec["map_probe"] = reader.map_probe(q)
         records.append(rec)
         log.info("answers: %d/%d questions (%.0f s; %d model calls, %d replayed)", i + 1, len(questions),
                  time.perf_counter() - t0, reader.llm.calls, reader.llm.cache_hits)
@@ -396,7 +453,23 @@ def map_step_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     with_rel = [b for b in batches if b["relevant_reports"]]
     without = [b for b in batches if not b["relevant_reports"]]
     glob = [r["modes"]["global"] for r in records if "global" in r["modes"]]
+    probes = [r["map_probe"] for r in records if r.get("map_probe")]
+
+    def scored(which: str) -> list[list[int]]:
+        return [[p["score"] for p in pr[which]["points"]] for pr in probes if pr.get(which)]
+
+    probe = {
+        "questions": len(probes),
+        "relevant_batches": len(scored("relevant")),
+        "relevant_batches_with_a_point_above_0": sum(1 for x in scored("relevant") if any(v > 0 for v in x)),
+        "irrelevant_batches": len(scored("irrelevant")),
+        "irrelevant_batches_with_a_point_above_0": sum(1 for x in scored("irrelevant") if any(v > 0 for v in x)),
+        "relevant_scores": scored("relevant"),
+        "irrelevant_scores": scored("irrelevant"),
+        "questions_without_a_relevant_top_level_report": sum(1 for pr in probes if not pr.get("relevant")),
+    }
     return {
+        "probe": probe,
         "questions": len(glob),
         "map_batches": len(batches),
         "batches_with_a_relevant_report": len(with_rel),
@@ -431,11 +504,12 @@ class _WithAnswer:
 
 
 def measure(work: Path, questions, corpus, modes: Sequence[str], n_global: int, cache_path: Path | None,
-            prompt: str = "new", progress_path: Path | None = None) -> dict[str, Any]:
+            prompt: str = "new", progress_path: Path | None = None, probe_global: bool = False) -> dict[str, Any]:
     t_start = time.perf_counter()
     use_prompt(prompt)
     index = passage_index(work, corpus)
-    global_index = standin_report_index(index, work / "hotpotqa-index-standin-reports") if n_global else None
+    needs_reports = n_global or "map_probe" in modes
+    global_index = standin_report_index(index, work / "hotpotqa-index-standin-reports") if needs_reports else None
     llm = open_reader(cache_path)
     reader = Reader(index, llm, global_index)
     tune, _ = halves(load_questions()[0])
@@ -443,11 +517,11 @@ def measure(work: Path, questions, corpus, modes: Sequence[str], n_global: int, 
     global_ids = {q.id for q in questions[:n_global]}
     try:
         records = evaluate(reader, questions, modes, global_ids, {q.id: half.get(q.id, "held-out") for q in questions},
-                           progress_path)
+                           progress_path, probe_global)
     finally:
         reader.close()
         use_prompt("new")
-    all_modes = list(modes) + (["global"] if n_global else [])
+    all_modes = [m for m in modes if m != "map_probe"] + (["global"] if n_global else [])
     result = assemble(records, all_modes, prompt)
     result["reader"]["fingerprint"] = llm.fingerprint
     result["model_calls"] = {"made": llm.calls, "replayed_from_cache": llm.cache_hits,
@@ -473,7 +547,7 @@ def assemble(records: list[dict[str, Any]], all_modes: Sequence[str], prompt: st
         "per_question": records,
     }
     sub = [r for r in records if "global" in r["modes"]]
-    if sub:
+    if sub or any(r.get("map_probe") for r in records):
         result["global"] = {
             "questions": len(sub),
             "setup": (f"stand-in extractive reports for every top-level community (bench/standin.py); level 0; "
@@ -487,28 +561,36 @@ def assemble(records: list[dict[str, Any]], all_modes: Sequence[str], prompt: st
 
 def merge(paths: Sequence[Path]) -> dict[str, Any]:
     """One result from runs over disjoint question shards (parallel runs of `main`), in file order."""
-    runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    runs = []
+    for path in paths:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if isinstance(data, list):  # a run's progress file (a run stopped early): its finished questions
+            data = {"per_question": data, "prompt": None, "questions": len(data), "data": f"progress file {path}",
+                    "model_calls": {}}
+        runs.append(data)
     order = {q.id: i for i, q in enumerate(load_questions()[0])}
     by_id: dict[str, dict[str, Any]] = {}
     for run in runs:  # a question's modes may come from several runs (e.g. global in a run of its own)
         for r in run["per_question"]:
             if r["id"] in by_id:
                 clash = set(by_id[r["id"]]["modes"]) & set(r["modes"])
-                if clash:
-                    raise ValueError(f"question {r['id']} has {sorted(clash)} in more than one run")
+                # Two workers met on a question: greedy decoding of the same prompts must agree.
+                if any(by_id[r["id"]]["modes"][m]["raw"] != r["modes"][m]["raw"] for m in clash):
+                    raise ValueError(f"question {r['id']}: runs disagree on {sorted(clash)}")
                 by_id[r["id"]]["modes"].update(r["modes"])
+                if r.get("map_probe"):
+                    by_id[r["id"]]["map_probe"] = r["map_probe"]
             else:
                 by_id[r["id"]] = {**r, "modes": dict(r["modes"])}
     records = sorted(by_id.values(), key=lambda r: order[r["id"]])
     modes = list(dict.fromkeys(m for r in records for m in r["modes"]))
     modes = [m for m in (*MODES, "global") if m in modes]
-    prompts_used = {run["prompt"] for run in runs}
-    if len(prompts_used) != 1:
+    prompts_used = {run["prompt"] for run in runs} - {None}  # progress files do not say; their run's log does
+    if len(prompts_used) > 1:
         raise ValueError(f"runs with different prompts cannot be merged: {prompts_used}")
-    result = assemble(records, modes, prompts_used.pop())
-    result["reader"]["fingerprint"] = runs[0]["reader"].get("fingerprint")
-    result["model_calls"] = {"made": sum(r["model_calls"]["made"] for r in runs),
-                             "replayed_from_cache": sum(r["model_calls"]["replayed_from_cache"] for r in runs)}
+    result = assemble(records, modes, prompts_used.pop() if prompts_used else "new")
+    result["reader"]["fingerprint"] = next((r["reader"].get("fingerprint") for r in runs if "reader" in r), None)
+    result["model_calls"] = {k: sum(r["model_calls"].get(k, 0) for r in runs) for k in ("made", "replayed_from_cache")}
     result["merged_from"] = [{"data": r.get("data"), "seconds": r.get("seconds"), "questions": r["questions"]}
                              for r in runs]
     return result
@@ -524,7 +606,7 @@ def run(ctx: Context) -> dict[str, Any]:
     if limit:
         held = held[: int(limit)]
     cache = Path(os.environ[CACHE_ENV]) if os.environ.get(CACHE_ENV) else ctx.work / "answers-cache.sqlite"
-    out = measure(ctx.work, held, corpus, MODES, min(n_global, len(held)), cache)
+    out = measure(ctx.work, held, corpus, MODES, min(n_global, len(held)), cache, probe_global=True)
     out["data"] = f"hotpotqa100, held-out half: {len(held)} questions (odd positions); 994 passages"
     return out
 
@@ -549,6 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--half", choices=("tune", "held-out"), default="held-out")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--shard", default="0/1", help="i/n: every n-th question from the i-th (parallel runs)")
+    ap.add_argument("--reverse", action="store_true", help="last question first (a second worker on a shard)")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--global-questions", type=int, default=0)
     ap.add_argument("--prompt", choices=("new", *PROMPT_VARIANTS), default="new")
@@ -572,6 +655,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen = chosen[: args.limit]
     i, n = (int(x) for x in args.shard.split("/"))
     chosen = chosen[i::n]
+    if args.reverse:
+        chosen = chosen[::-1]
     modes = [m for m in args.modes.split(",") if m]
     args.work.mkdir(parents=True, exist_ok=True)
     out = measure(args.work, chosen, corpus, modes, args.global_questions, args.cache, args.prompt,

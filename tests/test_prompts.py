@@ -24,11 +24,13 @@ def test_answer_prompt_holds_the_data_question_and_citation_form():
 
 def test_answer_prompt_asks_for_the_answer_first_then_citations_and_a_plain_no():
     user = _user(answer_messages(CONTEXT, "Where is Lyon?", LOCAL_CITATIONS))
-    first, then = user.index("First write the answer"), user.index("Then cite")
+    first, then = user.index("Answer in a few words"), user.index("then cite")
     assert first < then
-    assert f"write only: {NOT_IN_CONTEXT}" in user
-    # The question and the rules come after the data: small models follow what they read last.
-    assert user.index(CONTEXT) < user.index("Question:") < first
+    assert f"write: {NOT_IN_CONTEXT}" in user
+    # Data, then the rules, then the question and the answer slot: small models follow what they
+    # read last, and "Answer:" at the end is what kept a 0.5B model's answers to a few words.
+    assert user.index(CONTEXT) < first < user.index("Question: Where is Lyon?")
+    assert user.rstrip().endswith("Answer:")
 
 
 def test_answer_prompt_is_short():
@@ -45,9 +47,9 @@ def test_no_data_answer_says_the_same_plain_phrase():
 def test_reduce_prompt_follows_the_answer_rules():
     user = _user(reduce_messages("(1) Lyon is in France [Data: Reports (3)] score 90", "Where is Lyon?"))
     assert "Question: Where is Lyon?" in user
-    assert f"write only: {NOT_IN_CONTEXT}" in user
-    assert user.index("First write the answer") < user.index("Then cite")
-    assert "[Data: Reports (ids)]" in user
+    assert f"write: {NOT_IN_CONTEXT}" in user
+    assert user.index("Answer in a few words") < user.index("then cite")
+    assert "[Data: Reports (ids)]" in user and user.rstrip().endswith("Answer:")
 
 
 def test_map_prompt_and_schema():

@@ -15,12 +15,13 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 NO_DATA_ANSWER = "The context does not say: the index holds no information relevant to this question."
 NOT_IN_CONTEXT = "The context does not say."
 
-# Written for 0.5B-3B local models (measured with Qwen2.5 0.5B, bench/answers.py): few rules,
-# each one line, the question right before the rules and the answer slot. Small models follow the
-# last thing they read; a long preamble before the data was followed less than rules after it.
-# The short answer comes first so that it is the part a reader (and exact-match scoring) sees,
-# then the citations; "write only: ..." gives a fixed phrase for "not in the data", which a small
-# model copies instead of guessing or repeating the instructions.
+# Written for 0.5B-3B local models and chosen by measurement (bench/answers.py, Qwen2.5 0.5B,
+# gold passages as the data, the tuning half of hotpotqa100; bench/RESULTS.md): one short
+# paragraph of rules after the data, then the question, then "Answer:" as the slot to fill.
+# Ending on "Answer:" is what made the 0.5B reader write a few words instead of a sentence; a
+# fixed phrase for "not in the data" that it copies instead of guessing or echoing the
+# instructions, placed before the question (as the last line, the model copied it even when
+# the answer was in the data).
 ANSWER_SYSTEM = "You answer questions using only the data you are given. Your answers are short and exact."
 
 # {citations} says which kinds of ids exist in this context.
@@ -28,13 +29,10 @@ ANSWER_USER = """---Data---
 {context}
 ---End of data---
 
-Question: {query}
+Use only the data above. Answer in a few words (a name, a place, a date, a number, or yes/no), then cite the ids of the rows that support it as {citations}. If the data does not contain the answer, write: """ + NOT_IN_CONTEXT + """
 
-Answer the question using only the data above.
-- First write the answer itself in a few words (a name, a place, a date, a number, or yes/no), not a sentence.
-- Then cite the ids of the rows that support it, as {citations}.
-- If the data does not contain the answer, write only: """ + NOT_IN_CONTEXT + """
-"""
+Question: {query}
+Answer:"""
 
 LOCAL_CITATIONS = "[Data: Sources (ids); Entities (ids); Relationships (ids); Reports (ids)]"
 NAIVE_CITATIONS = "[Data: Sources (ids)]"
@@ -56,19 +54,15 @@ If the reports do not help answer the question, return one point with score 0. U
 Question: {query}
 """
 
-# The reduce call writes the final answer, so it follows the answer prompt's rules: the answer
-# first in a few words, then citations, and the same fixed phrase when the points do not answer.
+# The reduce call writes the final answer, so it follows the answer prompt's rules and shape.
 REDUCE_USER = """---Key points (most helpful first)---
 {context}
 ---End of key points---
 
-Question: {query}
+Use only the key points above; each cites its reports as [Data: Reports (ids)]. Answer in a few words (a name, a place, a date, a number, or yes/no), then cite the reports that support it as [Data: Reports (ids)]. If the key points do not contain the answer, write: """ + NOT_IN_CONTEXT + """
 
-Answer the question using only the key points above; each cites its reports as [Data: Reports (ids)].
-- First write the answer itself in a few words (a name, a place, a date, a number, or yes/no), not a sentence.
-- Then cite the reports that support it, as [Data: Reports (ids)].
-- If the key points do not contain the answer, write only: """ + NOT_IN_CONTEXT + """
-"""
+Question: {query}
+Answer:"""
 
 
 def map_schema(max_points: int) -> dict[str, Any]:
