@@ -81,3 +81,24 @@ def test_paired_difference_and_summary():
     assert d["em"]["mean"] == pytest.approx(33.3) and d["f1"]["mean"] == pytest.approx(33.3)
     lo, hi = d["em"]["ci95"]
     assert lo <= d["em"]["mean"] <= hi
+
+
+def test_map_step_summary_counts_batches_by_relevance():
+    from bench.answers import map_step_summary
+
+    def glob(batches, kept=1):
+        return {"global": {"map_batches": batches, "points_in_reduce": kept, "abstained": False, "invalid_map_answers": 0}}
+
+    records = [
+        {"modes": glob([{"relevant_reports": [3], "scores": [80]}, {"relevant_reports": [], "scores": [0]}]),
+         "map_probe": {"relevant": {"points": [{"score": 90}]}, "irrelevant": {"points": [{"score": 0}]}}},
+        {"modes": glob([{"relevant_reports": [5], "scores": [0, 0]}], kept=0),
+         "map_probe": {"relevant": {"points": [{"score": 0}]}, "irrelevant": {"points": [{"score": 40}]}}},
+    ]
+    s = map_step_summary(records)
+    assert (s["batches_with_a_relevant_report"], s["of_those_with_a_point_scored_above_0"]) == (2, 1)
+    assert (s["batches_without_a_relevant_report"], s["of_those_with_a_point_scored_above_0_"]) == (1, 0)
+    assert s["reduce_skipped_every_point_0"] == 1
+    p = s["probe"]
+    assert (p["relevant_batches"], p["relevant_batches_with_a_point_above_0"]) == (2, 1)
+    assert (p["irrelevant_batches"], p["irrelevant_batches_with_a_point_above_0"]) == (2, 1)
