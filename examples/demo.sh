@@ -11,8 +11,9 @@ BIN=${BIN:-.venv/bin}
 DOC=${DOC:-examples/data/barack_obama.txt}
 LLM=(--llm qwen2.5-coder-0.5b-instruct-q4_k_m.gguf)
 # On 2 CPU cores the LLM writing community reports is most of the build: one report per
-# community of 5 or more entities, short reports from a bounded context.
-REPORTS=(--report-min-size 5 --report-max-tokens 300 --report-context-tokens 1200 --max-cluster-size 40)
+# community of 5 or more entities, one level of communities (no splitting below 200 entities),
+# short reports from a bounded context.
+REPORTS=(--report-min-size 5 --report-max-tokens 300 --report-context-tokens 1200 --max-cluster-size 200)
 
 "$BIN/tiny-graphrag" build "$DOC" --out graphs/obama --extractor spacy "${LLM[@]}" "${REPORTS[@]}"
 "$BIN/tiny-graphrag" info graphs/obama

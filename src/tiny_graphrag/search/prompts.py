@@ -10,24 +10,29 @@ from typing import Any
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
-NO_DATA_ANSWER = (
-    "I do not know: the index holds no information relevant to this question."
-)
+# Said without a model call when nothing in the index is relevant; the same plain phrase the
+# answer prompt asks a model to write when its data does not hold the answer.
+NO_DATA_ANSWER = "The context does not say: the index holds no information relevant to this question."
+NOT_IN_CONTEXT = "The context does not say."
 
-ANSWER_SYSTEM = (
-    "You are a careful assistant. You answer questions using only the data tables you are given. "
-    "If the data does not contain the answer, say that you do not know; never make anything up."
-)
+# Written for 0.5B-3B local models and chosen by measurement (bench/answers.py, Qwen2.5 0.5B,
+# gold passages as the data, the tuning half of hotpotqa100; bench/RESULTS.md): one short
+# paragraph of rules after the data, then the question, then "Answer:" as the slot to fill.
+# Ending on "Answer:" is what made the 0.5B reader write a few words instead of a sentence; a
+# fixed phrase for "not in the data" that it copies instead of guessing or echoing the
+# instructions, placed before the question (as the last line, the model copied it even when
+# the answer was in the data).
+ANSWER_SYSTEM = "You answer questions using only the data you are given. Your answers are short and exact."
 
 # {citations} says which kinds of ids exist in this context.
-ANSWER_USER = """---Data tables---
+ANSWER_USER = """---Data---
 {context}
 ---End of data---
 
-Answer the question below using only the data above. Keep the answer short. After each statement, cite its evidence as {citations}, using only ids that appear in the data tables above (at most 5 ids per citation; add "+more" when there are more). If the data does not answer the question, say so.
+Use only the data above. Answer in a few words (a name, a place, a date, a number, or yes/no), then cite the ids of the rows that support it as {citations}. If the data does not contain the answer, write: """ + NOT_IN_CONTEXT + """
 
 Question: {query}
-"""
+Answer:"""
 
 LOCAL_CITATIONS = "[Data: Sources (ids); Entities (ids); Relationships (ids); Reports (ids)]"
 NAIVE_CITATIONS = "[Data: Sources (ids)]"
@@ -49,14 +54,15 @@ If the reports do not help answer the question, return one point with score 0. U
 Question: {query}
 """
 
-REDUCE_USER = """---Analysts' key points (most helpful first)---
+# The reduce call writes the final answer, so it follows the answer prompt's rules and shape.
+REDUCE_USER = """---Key points (most helpful first)---
 {context}
 ---End of key points---
 
-The key points above were drawn from community reports of a knowledge graph; each cites its reports as [Data: Reports (ids)]. Write a short answer to the question below that combines the points. Keep each point's report citations, as [Data: Reports (ids)] (at most 5 ids per citation; add "+more" when there are more). If the points do not answer the question, say that you do not know.
+Use only the key points above; each cites its reports as [Data: Reports (ids)]. Answer in a few words (a name, a place, a date, a number, or yes/no), then cite the reports that support it as [Data: Reports (ids)]. If the key points do not contain the answer, write: """ + NOT_IN_CONTEXT + """
 
 Question: {query}
-"""
+Answer:"""
 
 
 def map_schema(max_points: int) -> dict[str, Any]:

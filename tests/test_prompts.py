@@ -1,0 +1,67 @@
+"""The search prompts: what a small local model is told, and that the data cannot break a template."""
+
+from __future__ import annotations
+
+from tiny_graphrag.search.prompts import (
+    LOCAL_CITATIONS, NAIVE_CITATIONS, NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_messages, fill, map_messages,
+    map_schema, reduce_messages,
+)
+
+CONTEXT = "-----Sources-----\nid|text\n7|Lyon is a city in France. {not a placeholder}"
+
+
+def _user(messages):
+    return next(m["content"] for m in messages if m["role"] == "user")
+
+
+def test_answer_prompt_holds_the_data_question_and_citation_form():
+    user = _user(answer_messages(CONTEXT, "Where is Lyon?", NAIVE_CITATIONS))
+    assert CONTEXT in user  # braces inside the data are left alone
+    assert "Question: Where is Lyon?" in user
+    assert NAIVE_CITATIONS in user
+    assert "{" + "query}" not in user and "{" + "citations}" not in user
+
+
+def test_answer_prompt_asks_for_the_answer_first_then_citations_and_a_plain_no():
+    user = _user(answer_messages(CONTEXT, "Where is Lyon?", LOCAL_CITATIONS))
+    first, then = user.index("Answer in a few words"), user.index("then cite")
+    assert first < then
+    assert f"write: {NOT_IN_CONTEXT}" in user
+    # Data, then the rules, then the question and the answer slot: small models follow what they
+    # read last, and "Answer:" at the end is what kept a 0.5B model's answers to a few words.
+    assert user.index(CONTEXT) < first < user.index("Question: Where is Lyon?")
+    assert user.rstrip().endswith("Answer:")
+
+
+def test_answer_prompt_is_short():
+    user = _user(answer_messages("", "q", NAIVE_CITATIONS))
+    system = answer_messages("", "q", NAIVE_CITATIONS)[0]["content"]
+    assert len((system + user).split()) < 110
+
+
+def test_no_data_answer_says_the_same_plain_phrase():
+    assert NO_DATA_ANSWER.startswith(NOT_IN_CONTEXT.rstrip("."))
+    assert "do not know" not in NO_DATA_ANSWER.lower()
+
+
+def test_reduce_prompt_follows_the_answer_rules():
+    user = _user(reduce_messages("(1) Lyon is in France [Data: Reports (3)] score 90", "Where is Lyon?"))
+    assert "Question: Where is Lyon?" in user
+    assert f"write: {NOT_IN_CONTEXT}" in user
+    assert user.index("Answer in a few words") < user.index("then cite")
+    assert "[Data: Reports (ids)]" in user and user.rstrip().endswith("Answer:")
+
+
+def test_map_prompt_and_schema():
+    user = _user(map_messages("-----Reports-----\nid|title|content\n3|Lyon|{x}", "Where is Lyon?"))
+    assert '{"points": [{"description": "...", "score": 0-100}]}' in user  # JSON braces are not placeholders
+    assert "3|Lyon|{x}" in user and "Question: Where is Lyon?" in user
+    schema = map_schema(4)
+    assert schema["properties"]["points"]["maxItems"] == 4
+    assert schema["properties"]["points"]["items"]["properties"]["score"] == {"type": "integer", "minimum": 0,
+                                                                              "maximum": 100}
+
+
+def test_fill_replaces_in_one_pass():
+    assert fill("{a} {b}", a="{b}", b="x") == "{b} x"
+    assert fill("{missing}") == "{missing}"
