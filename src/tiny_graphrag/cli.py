@@ -305,26 +305,15 @@ def _query(args) -> int:
 def _print_citations(result) -> None:
     """What each cited id points at, so a reader can check the answer against its sources."""
     src = result.sources
-    lines = []
-    for kind, ids in result.citations().items():
-        for ident in ids:
-            if kind == "sources":
-                c = next((c for c in src.chunks if c.id == ident), None)
-                if c is not None:
-                    where = f"{Path(c.source).name or c.doc_id} chars {c.start}-{c.end}"
-                    lines.append(f"  [Sources {ident}] {where}: \"{_snippet(c.text)}\"")
-            elif kind == "reports":
-                r = next((r for r in src.reports if r.id == ident), None)
-                if r is not None:
-                    lines.append(f"  [Reports {ident}] {r.title} (community {r.community_id}, level {r.level})")
-            elif kind == "entities":
-                e = next((e for e in src.entities if e.id == ident), None)
-                if e is not None:
-                    lines.append(f"  [Entities {ident}] {e.name} ({e.type})")
-            elif kind == "relationships":
-                r = next((r for r in src.relationships if r.id == ident), None)
-                if r is not None:
-                    lines.append(f"  [Relationships {ident}] {r.head} -{r.label}-> {r.tail}")
+    label = {  # kind -> id -> what to print for it
+        "sources": {c.id: f"{Path(c.source).name or c.doc_id} chars {c.start}-{c.end}: \"{_snippet(c.text)}\""
+                    for c in src.chunks},
+        "reports": {r.id: f"{r.title} (community {r.community_id}, level {r.level})" for r in src.reports},
+        "entities": {e.id: f"{e.name} ({e.type})" for e in src.entities},
+        "relationships": {r.id: f"{r.head} -{r.label}-> {r.tail}" for r in src.relationships},
+    }
+    lines = [f"  [{kind.capitalize()} {i}] {label[kind][i]}"
+             for kind, ids in result.citations().items() for i in ids if i in label.get(kind, {})]
     if lines:
         print("cited:")
         print("\n".join(lines))

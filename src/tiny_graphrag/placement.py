@@ -48,8 +48,10 @@ def _inside(a: Path, b: Path) -> bool:
 
 
 def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = False) -> Path:
-    """The resolved output folder, or OutputError if writing it could cost the user anything."""
-    out = Path(os.path.abspath(out_dir))  # not resolve(): a link named as --out is the user's choice
+    """The output folder with links resolved, or OutputError if writing it could cost the user anything."""
+    out = Path(os.path.abspath(out_dir))
+    # A link named as --out stands for the folder it points to: the build stages beside that
+    # folder and replaces it, so the final rename never crosses filesystems and the link stays.
     real = _real(out)
     cwd = _real(Path.cwd())
     if _inside(cwd, real):
@@ -84,7 +86,7 @@ def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = Fa
                 f"the input {item} lies inside --out {out_dir}, which the build replaces: move the documents "
                 "out of it or choose another --out"
             )
-    return out
+    return real
 
 
 def staging_dir(out_dir: Path) -> Path:
@@ -125,8 +127,6 @@ def publish(tmp_dir: Path, out_dir: Path, *, force: bool = False) -> None:
     check_output(out_dir, force=force)  # again: the path may have changed while the build ran
     (tmp_dir / STAGING_MARKER).unlink(missing_ok=True)
     old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
-    if out_dir.is_symlink():
-        out_dir = _real(out_dir)
     if out_dir.exists():
         os.replace(out_dir, old)
     os.replace(tmp_dir, out_dir)
