@@ -9,10 +9,10 @@ import os
 import re
 import sys
 from collections import Counter
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
-from .config import BuildConfig, LLMConfig
+from .config import BuildConfig
 from .errors import ConfigError, InputError, TinyGraphRAGError
 from .store import IndexStore
 
@@ -254,25 +254,13 @@ def _info(args) -> int:
     return 0
 
 
-def _llm_settings(index: str, **given: object) -> LLMConfig | None:
-    """The index's build LLM settings with what was given on the command line; None if nothing was."""
-    overrides = {k: v for k, v in given.items() if v is not None}
-    if not overrides:
-        return None  # the engine takes the build's settings itself
-    store = IndexStore.open(index)
-    built = (store.manifest.get("config") or {}).get("llm") or {}
-    store.close()
-    known = {f.name for f in fields(LLMConfig)}
-    return replace(LLMConfig(**{k: v for k, v in built.items() if k in known}), **overrides)
-
-
 def _query(args) -> int:
     from .search.engine import QueryEngine
 
     if args.level is not None and args.mode != "global":
         raise InputError("--level is only for global search")
-    llm = _llm_settings(args.index, model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx)
-    qe = QueryEngine(args.index, llm=llm, models_dir=args.models_dir)
+    qe = QueryEngine(args.index, models_dir=args.models_dir)
+    _change_llm(qe, model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx)
     kwargs = {"level": args.level} if args.mode == "global" else {}
     stream = args.stream and not args.json and not args.only_context
     result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
@@ -331,8 +319,8 @@ def _evaluate(args) -> int:
     if args.out is not None and args.out.exists():
         raise InputError(f"--out {args.out} exists: choose a new file name (nothing is overwritten)")
     questions = read_questions(args.questions_file) if args.questions_file else args.questions
-    llm = _llm_settings(args.index, model=args.llm)
-    with QueryEngine(args.index, llm=llm, models_dir=args.models_dir) as qe:
+    with QueryEngine(args.index, models_dir=args.models_dir) as qe:
+        _change_llm(qe, model=args.llm)
         judge = open_judge(args.judge, qe, n_ctx=args.n_ctx, chat_format=args.chat_format)
         result = evaluate(qe, judge, questions=questions, a=args.a, b=args.b, source=args.source,
                           description=args.description, answer_tokens=args.answer_tokens)
@@ -341,6 +329,13 @@ def _evaluate(args) -> int:
         args.out.write_text(data + "\n", encoding="utf-8")
     print(data if args.json else result.format())
     return 0
+
+
+def _change_llm(qe, **given: object) -> None:
+    """The index's build LLM settings with what was given on the command line."""
+    changes = {k: v for k, v in given.items() if v is not None}
+    if changes:
+        qe.change_llm_settings(**changes)
 
 
 def _models(args) -> int:
