@@ -43,6 +43,12 @@ def _schemas(pa) -> dict:
     }
 
 
+def entity_description(node: dict) -> str:
+    """What we can say of an entity without an LLM: its type, mention count and other names."""
+    aliases = ", ".join(a for a in node["aliases"] if a != node["name"])
+    return f"{node['type']}, mentioned {node['mentions']} times" + (f"; also called {aliases}" if aliases else "")
+
+
 def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
     """The six GraphRAG tables as lists of row dicts."""
     graph = store.graph()
@@ -57,10 +63,8 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
         units = list(dict.fromkeys(p[1] for p in d["provenance"]))
         for u in units:
             chunk_entities[u].append(k)
-        aliases = ", ".join(a for a in d["aliases"] if a != d["name"])
         entities.append({"id": k, "human_readable_id": d["hid"], "title": title[k], "type": d["type"],
-                         "description": f"{d['type']}, mentioned {d['mentions']} times"
-                                        + (f"; also called {aliases}" if aliases else ""),
+                         "description": entity_description(d),
                          "text_unit_ids": units, "frequency": d["mentions"], "degree": degree[k]})
     relationships, edge_id = [], {}
     for u, v, key, d in graph.edges(keys=True, data=True):
