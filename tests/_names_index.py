@@ -20,9 +20,10 @@ from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMent
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora" / "zhuyuanzhang_zh.txt"
 ENGLISH = ('Dwayne "The Rock" Johnson met Smith, Jones & Co. at O\'Hare. Later Dwayne "The Rock" Johnson '
-           "flew from O'Hare to New\nYork for Acme <Labs>. Smith, Jones & Co. hired Acme <Labs> in New\nYork. O’Hare is busy. ")
-NAMES = {'Dwayne "The Rock" Johnson': "Person", "Smith, Jones & Co.": "Organization", "O'Hare": "Location", "O’Hare": "Location",
-         "New York": "Location", "Acme <Labs>": "Organization",
+           "flew from O'Hare to New\nYork for Acme <Labs>. Smith, Jones & Co. hired Acme <Labs> in New\nYork. "
+           "O’Hare is busy. ")
+NAMES = {'Dwayne "The Rock" Johnson': "Person", "Smith, Jones & Co.": "Organization", "O'Hare": "Location",
+         "O’Hare": "Location", "New York": "Location", "Acme <Labs>": "Organization",
          "朱元璋": "Person", "朱重八": "Person", "朱国瑞": "Person", "朱五四": "Person", "陈氏": "Person"}
 SCHEMA = {"entity_types": ["Person", "Organization", "Location"], "relation_types": ["related to"]}
 
@@ -36,7 +37,8 @@ class NameListExtractor:
         return {"name": self.name}
 
     def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
-        pattern = re.compile("|".join(re.escape(n).replace(r"\ ", r"\s+") for n in sorted(NAMES, key=len, reverse=True)))
+        names = sorted(NAMES, key=len, reverse=True)  # the longest first: "New York" before "York"
+        pattern = re.compile("|".join(re.escape(n).replace(r"\ ", r"\s+") for n in names))
         out = []
         for chunk in chunks:
             ents = [EntityMention(m.group(), NAMES[" ".join(m.group().split())], m.start(), m.end(), 0.9)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 
 import networkx as nx
 import pyarrow as pa
@@ -65,8 +66,8 @@ def _check_scalar_graph(g, store, *, multigraph_keys: bool):
         r = read_edges[(u, v, d["label"])]
         assert float(r["weight"]) == d["weight"] and float(r["score"]) == pytest.approx(d["score"])
         assert [tuple(p) for p in json.loads(r["provenance"])] == [tuple(p) for p in d["provenance"]]
-    if multigraph_keys:
-        assert sorted(k for _, _, k in g.edges(keys=True)) == sorted(f"e{d['hid']}" for *_, d in graph.edges(data=True))
+    ids = [k for _, _, k in g.edges(keys=True)] if multigraph_keys else [d["id"] for _, _, d in g.edges(data=True)]
+    assert sorted(ids) == sorted(f"e{d['hid']}" for *_, d in graph.edges(data=True))
 
 
 def test_graphml_round_trip(index, tmp_path):
@@ -166,7 +167,8 @@ def test_neo4j_csv_and_cypher_agree(index, tmp_path):
     assert len(loads) == len(types) + len(labels)
     for s in loads:
         [file] = re.findall(r"FROM 'file:///([^']+)'", s)
-        used = {c.replace("``", "`") for c in re.findall(r"row\.`((?:[^`]|``)*)`", s)} | set(re.findall(r"row\.(\w+)", s))
+        used = {c.replace("``", "`") for c in re.findall(r"row\.`((?:[^`]|``)*)`", s)}
+        used |= set(re.findall(r"row\.(\w+)", s))
         assert used and used <= set(headers[file]), (file, used - set(headers[file]))
     assert {t for t in types if f"CREATE (n:Entity:`{t}`" in "\n".join(loads)} == types
 
@@ -211,6 +213,13 @@ def test_bad_targets_and_indexes(index, tmp_path):
     with pytest.raises(IndexFormatError, match="build"):
         export_index(tmp_path / "missing", "json", tmp_path / "x.json")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    old = tmp_path / "old-index"  # an index of another format version
+    shutil.copytree(index.path, old)
+    manifest = json.loads((old / "manifest.json").read_text(encoding="utf-8"))
+    (old / "manifest.json").write_text(json.dumps({**manifest, "format_version": 0}), encoding="utf-8")
+    with pytest.raises(IndexFormatError, match="format version 0.*rebuild"):
+        export_index(old, "graphml", tmp_path / "x.graphml")
+    assert not (tmp_path / "x.graphml").exists()
 
 
 def test_cli_export(index, tmp_path, capsys):

@@ -58,8 +58,12 @@ def export_index(index: str | os.PathLike | IndexStore, fmt: str, out: str | os.
         data = nx.node_link_data(json_graph(store), edges="links")
         write_atomic(path, lambda fh: json.dump(data, fh, ensure_ascii=False, indent=1), "w")
     else:
+        flat = flat_graph(store)
+        if fmt == "gexf":  # GEXF takes edge ids from an "id" attribute; without one networkx numbers them
+            for _, _, k, d in flat.edges(keys=True, data=True):
+                d["id"] = k
         writer = nx.write_graphml if fmt == "graphml" else nx.write_gexf
-        write_atomic(path, lambda fh: writer(flat_graph(store), fh), "wb")
+        write_atomic(path, lambda fh: writer(flat, fh), "wb")
     log.info("exported %s as %s to %s", store.path, fmt, path)
     return [path]
 
@@ -112,6 +116,7 @@ def community_levels(store: IndexStore) -> dict[str, dict[int, str]]:
 def json_graph(store: IndexStore) -> nx.MultiDiGraph:
     """The index graph with plain JSON values (tuples as lists) and a `communities` {level: id} per node."""
     graph, levels = store.graph(), community_levels(store)
+    # merges are undo records (copies of whole nodes and edges) for `resolve`, not part of the graph
     g = nx.MultiDiGraph(**{k: v for k, v in graph.graph.items() if k != "merges"})
     for key, data in graph.nodes(data=True):
         g.add_node(key, **_plain(data), communities={str(lvl): cid for lvl, cid in levels.get(key, {}).items()})

@@ -20,7 +20,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from .errors import InputError, require
+from .errors import InputError, listing, require
 from .export import _check_target, community_levels, write_atomic
 from .export_parquet import entity_description
 from .store import IndexStore
@@ -44,14 +44,15 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
     if community is not None:
         chosen = next((c for c in coms if c.id == community), None)
         if chosen is None:
-            raise InputError(f"no community '{community}' in {store.path}: `tiny-graphrag info` lists them")
+            raise InputError(f"no community '{community}' in {store.path}; its communities at level {level}: "
+                             f"{listing(c.id for c in coms if c.level == level)}")
         keys = list(chosen.nodes)
     degree = dict(graph.degree())
     kept = sorted(keys, key=lambda k: (-degree[k], k))[:top]
     cut = (f"Showing the {len(kept)} of {len(keys)} entities with the most relations"
            if len(kept) < len(keys) else f"Showing all {len(kept)} entities")
     cut += f" of community {community} (the index has {graph.number_of_nodes()})" if community else ""
-    home = {k: cid for k, by_level in community_levels(store).items() for lvl, cid in by_level.items() if lvl == level}
+    home = {k: by_level[level] for k, by_level in community_levels(store).items() if level in by_level}
     number = {c.id: n for n, c in enumerate(sorted(at_level, key=lambda c: -len(c.nodes)))}
     docs = {d.id: d for d in store.documents()}
     nodes = []
