@@ -152,7 +152,44 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--models-dir", help="where to put them (default: $TINY_GRAPHRAG_MODELS or ./models)")
     ls = msub.add_parser("list", help="show where each default model is expected and whether it is there", **kw)
     ls.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    _add_export_parsers(sub, kw)
     return p
+
+
+# ---- export and view (one block: the parsers and their handlers) ------------------------------
+def _add_export_parsers(sub, kw) -> None:
+    from .export import FORMATS
+
+    x = sub.add_parser("export", help="write an index as GraphML, GEXF, JSON node-link, GraphRAG parquet or "
+                                      "Neo4j CSV + Cypher", **kw)
+    x.add_argument("index", help="an index folder written by build")
+    x.add_argument("--format", required=True, choices=FORMATS,
+                   help="graphml/gexf/json: one file; parquet/neo4j: a folder of files")
+    x.add_argument("--out", required=True, type=Path, help="the file (or folder) to write")
+    x.add_argument("--force", action="store_true", help="replace an existing export (nothing else is touched)")
+    v = sub.add_parser("view", help="write one offline HTML page to explore the graph and its communities", **kw)
+    v.add_argument("index", help="an index folder written by build")
+    v.add_argument("--level", type=_int_at_least(0), default=0, help="community level that colours the entities")
+    v.add_argument("--top", type=_int_at_least(1), default=200, help="show the N entities with the most relations")
+    v.add_argument("--community", help="show only this community's entities (an id from `info`)")
+    v.add_argument("--out", type=Path, default=Path("graph.html"), help="the HTML file to write")
+    v.add_argument("--force", action="store_true", help="replace an existing file at --out")
+
+
+def _export(args) -> int:
+    from .export import export_index
+
+    for path in export_index(args.index, args.format, args.out, force=args.force):
+        print(path)
+    return 0
+
+
+def _view(args) -> int:
+    from .view import write_view
+
+    print(write_view(args.index, args.out, level=args.level, top=args.top, community=args.community,
+                     force=args.force))
+    return 0
 
 
 def _build(args) -> int:
@@ -358,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return {"build": _build, "info": _info, "query": _query, "evaluate": _evaluate, "models": _models}[args.command](args)
+        return {"build": _build, "info": _info, "query": _query, "evaluate": _evaluate, "models": _models,
+                "export": _export, "view": _view}[args.command](args)
     except TinyGraphRAGError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
