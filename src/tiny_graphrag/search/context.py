@@ -115,6 +115,7 @@ ENTITY_HEADER = "id|entity|type|description|mentions"
 RELATION_HEADER = "id|source|target|relation|weight"
 REPORT_HEADER = "id|title|content"
 SOURCE_HEADER = "id|text"
+GENERIC_RELATIONS = frozenset({"related to"})  # the general schema's catch-all, the co-occurrence default
 
 
 # ---- naive -----------------------------------------------------------------------------------
@@ -152,14 +153,16 @@ def build_local_context(
     chunks, so the whole context never exceeds `budget`. The text comes first because a small
     reader answers from what it reads first and took the graph tables' ids for answers when
     they came first (bench/RESULTS.md). Relationships labelled with one of `omit_relations`
-    (sentence co-occurrence: "A related to B" says nothing the text does not) are not shown.
+    (sentence co-occurrence) or the generic "related to" are not shown: "A related to B" says
+    nothing the text does not, and costs the text room.
     """
     shares = local_budgets(budget, config)
     sep = count("\n\n")  # the separator between sections
     report_text, report_src, n_reports = pack_table("Reports", REPORT_HEADER, report_rows(reports), shares["reports"], count)
     ent_budget = shares["graph"] // 2
     ent_text, ent_src, n_ent = pack_table("Entities", ENTITY_HEADER, entity_rows(graph, entities), ent_budget, count)
-    shown = [e for e in relationships if graph.edges[e].get("label", e[2]) not in omit_relations]
+    omit = GENERIC_RELATIONS | set(omit_relations)
+    shown = [e for e in relationships if graph.edges[e].get("label", e[2]) not in omit]
     rel_budget = shares["graph"] - n_ent - (sep if n_ent else 0)
     rel_text, rel_src, n_rel = pack_table("Relationships", RELATION_HEADER, relation_rows(graph, shown), rel_budget, count)
     tables = [report_text, ent_text, rel_text]
