@@ -79,3 +79,15 @@ def test_map_prompt_and_schema():
 def test_fill_replaces_in_one_pass():
     assert fill("{a} {b}", a="{b}", b="x") == "{b} x"
     assert fill("{missing}") == "{missing}"
+
+
+def test_map_answer_parsing_keeps_each_point_once():
+    from tiny_graphrag.search.global_search import INVALID_MAP_ANSWER, parse_map_answer
+
+    text = ('{"points": [{"description": "Lyon is in France [Data: Reports (3)]", "score": 90}, '
+            '{"description": "Lyon is in France [Data: Reports (3)]", "score": 80}, '
+            '{"description": "Paris is the capital", "score": 140}]}')
+    points, valid = parse_map_answer(text, 2)
+    assert valid and [(p.description[:4], p.score, p.batch) for p in points] == [("Lyon", 90, 2), ("Pari", 100, 2)]
+    points, valid = parse_map_answer("not json", 0)
+    assert not valid and points[0].description == INVALID_MAP_ANSWER and points[0].score == 0
