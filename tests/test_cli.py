@@ -166,6 +166,18 @@ def test_query_naive_json_sources_resolve_to_text(built, smollm_path):
         assert doc.text[c["start"]:c["end"]] == c["text"] == store.chunk(c["chunk_id"]).text
 
 
+def test_query_context_tokens_caps_the_data_text_first(built):
+    work, _ = built
+    args = ("query", "local", "Where was Obama born?", "--index", "graphs/doc", "--only-context")
+    full = _cli(*args, cwd=work).stdout.split("----- context -----", 1)[1]
+    capped = _cli(*args, "--context-tokens", "80", cwd=work).stdout.split("----- context -----", 1)[1]
+    # No model is loaded, so the budget is counted with the over-estimate: words are fewer still.
+    assert len(capped.split()) <= 80 < len(full.split())
+    assert capped.strip().startswith("-----Sources-----") and full.strip().startswith("-----Sources-----")
+    proc = _cli(*args, "--context-tokens", "10", cwd=work, check=False)
+    assert proc.returncode == 2 and "--context-tokens" in proc.stderr
+
+
 def test_query_only_context_and_errors(built):
     work, _ = built
     ctx = _cli("query", "local", "Barack Obama", "--index", "graphs/doc", "--only-context", cwd=work).stdout

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tiny_graphrag.search.prompts import (
-    LOCAL_CITATIONS, NAIVE_CITATIONS, NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_messages, fill, map_messages,
+    LOCAL_CITATIONS, MIN_MAP_POINTS, NAIVE_CITATIONS, NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_messages, fill, map_messages,
     map_schema, reduce_messages,
 )
 
@@ -39,25 +39,39 @@ def test_answer_prompt_is_short():
     assert len((system + user).split()) < 110
 
 
+def test_local_asks_for_the_same_citation_form_as_naive():
+    # Changed on purpose (issue 11): naming four id kinds made a 0.5B reader answer with ids only.
+    assert LOCAL_CITATIONS == NAIVE_CITATIONS == "[Data: Sources (ids)]"
+
+
 def test_no_data_answer_says_the_same_plain_phrase():
     assert NO_DATA_ANSWER.startswith(NOT_IN_CONTEXT.rstrip("."))
     assert "do not know" not in NO_DATA_ANSWER.lower()
 
 
-def test_reduce_prompt_follows_the_answer_rules():
+def test_reduce_prompt_answers_first_then_summarizes_the_points():
+    # Changed on purpose (issue 11): the reduce no longer asks for "a few words": a question about
+    # main themes needs the analysts' points summarized, a factoid one still gets its answer first.
     user = _user(reduce_messages("(1) Lyon is in France [Data: Reports (3)] score 90", "Where is Lyon?"))
-    assert "Question: Where is Lyon?" in user
-    assert f"write: {NOT_IN_CONTEXT}" in user
-    assert user.index("Answer in a few words") < user.index("then cite")
-    assert "[Data: Reports (ids)]" in user and user.rstrip().endswith("Answer:")
+    assert "Question: Where is Lyon?" in user and user.rstrip().endswith("Answer:")
+    first, then = user.index("Start with the answer itself"), user.index("main points")
+    assert first < then < user.index("[Data: Reports (ids)]", then)
+    # The plain no only when no point is relevant, never "I do not know".
+    assert f"If no key point is relevant to the question, write: {NOT_IN_CONTEXT}" in user
+    assert "do not know" not in user.lower()
 
 
 def test_map_prompt_and_schema():
     user = _user(map_messages("-----Reports-----\nid|title|content\n3|Lyon|{x}", "Where is Lyon?"))
     assert '{"points": [{"description": "...", "score": 0-100}]}' in user  # JSON braces are not placeholders
-    assert "3|Lyon|{x}" in user and "Question: Where is Lyon?" in user
+    assert "3|Lyon|{x}" in user
+    # The question is read before the reports, and named again in the instructions.
+    assert user.startswith("Question: Where is Lyon?") and user.count("Where is Lyon?") == 2
+    assert "score: 0 when the fact is not about what the question asks" in user
     schema = map_schema(4)
     assert schema["properties"]["points"]["maxItems"] == 4
+    assert schema["properties"]["points"]["minItems"] == MIN_MAP_POINTS  # past the first point
+    assert map_schema(1)["properties"]["points"]["minItems"] == 1  # never more than the maximum
     assert schema["properties"]["points"]["items"]["properties"]["score"] == {"type": "integer", "minimum": 0,
                                                                               "maximum": 100}
 
@@ -65,3 +79,15 @@ def test_map_prompt_and_schema():
 def test_fill_replaces_in_one_pass():
     assert fill("{a} {b}", a="{b}", b="x") == "{b} x"
     assert fill("{missing}") == "{missing}"
+
+
+def test_map_answer_parsing_keeps_each_point_once():
+    from tiny_graphrag.search.global_search import INVALID_MAP_ANSWER, parse_map_answer
+
+    text = ('{"points": [{"description": "Lyon is in France [Data: Reports (3)]", "score": 90}, '
+            '{"description": "Lyon is in France [Data: Reports (3)]", "score": 80}, '
+            '{"description": "Paris is the capital", "score": 140}]}')
+    points, valid = parse_map_answer(text, 2)
+    assert valid and [(p.description[:4], p.score, p.batch) for p in points] == [("Lyon", 90, 2), ("Pari", 100, 2)]
+    points, valid = parse_map_answer("not json", 0)
+    assert not valid and points[0].description == INVALID_MAP_ANSWER and points[0].score == 0

@@ -165,3 +165,26 @@ def test_map_batches_fit_where_rows_add_up_to_far_less_than_the_batch(chunk_toke
     batches = pack_report_batches(reports, chunk_tokens, grows_faster, seed=0)
     assert all(b.tokens == grows_faster(b.text) <= chunk_tokens for b in batches)
     assert sorted(r for b in batches for r in b.report_ids) == list(range(40))
+
+
+@pytest.mark.parametrize("count", COUNTERS)
+@pytest.mark.parametrize("budget", [80, 300, 2000])
+def test_local_context_puts_text_first_and_omits_cooccurrence_rows(small_graph, count, budget):
+    graph, chunks = small_graph
+    keys = [normalize_name(n) for n in ENTITIES]
+    edges = [(normalize_name(h), normalize_name(t), label) for h, t, label, _ in RELATIONS]
+    sid_of = {c.id: i + 1 for i, c in enumerate(chunks)}
+    common = dict(graph=graph, entities=keys, relationships=edges, reports=[(i, _report(i)) for i in range(3)],
+                  chunks=chunks, sid_of=sid_of, budget=budget, config=LocalConfig(), count=count)
+    built = build_local_context(**common)
+    omitted = build_local_context(**common, omit_relations={"located in"})
+    for b in (built, omitted):
+        assert b.tokens == count(b.text) <= budget
+        if b.sources.chunks:  # a small reader answers from what it reads first: the text
+            assert b.text.startswith("-----Sources-----")
+    assert all(r.label != "located in" for r in omitted.sources.relationships)
+    assert "|located in|" not in omitted.text
+    if budget == 2000:
+        assert any(r.label == "located in" for r in built.sources.relationships)
+        # What the omitted rows would have used goes to text, never less text than before.
+        assert len(omitted.sources.chunks) >= len(built.sources.chunks)

@@ -301,3 +301,35 @@ def test_streamed_usage_and_seconds(engine):
     assert {"context", "map", "reduce_context", "answer", "total"} <= set(s.result.seconds)
     assert s.result.usage["reduce"].llm_calls == 1
     assert s.result.usage["reduce"].completion_tokens == len(s.partial_answer.split())
+
+
+# ---- answers a small model leaves uncited ------------------------------------------------------
+@pytest.mark.parametrize("mode", ["naive", "local"])
+def test_uncited_answer_cites_the_shown_chunk_that_holds_it(index, embedder, mode):
+    from tiny_graphrag.search.answer import ATTRIBUTED_NOTE
+
+    with QueryEngine(index, llm=FakeLLM(lambda m, s, n: "Milton Keynes", n_ctx=4096), embedder=embedder) as qe:
+        r = getattr(qe, f"{mode}_search")("Where is Bletchley Park located?")
+        _assert_citations_resolve(r, qe.store)
+    assert r.answer.startswith("Milton Keynes [Data: Sources (")
+    cited = parse_citations(r.answer)["sources"]
+    assert cited and all("Milton Keynes" in r.sources.resolve("sources", sid) for sid in cited)
+    assert ATTRIBUTED_NOTE in r.notes
+
+
+@pytest.mark.parametrize("said", ["The context does not say.", "Atlantis", "It is a long sentence about a park."])
+def test_no_citation_is_made_up(index, embedder, said):
+    with QueryEngine(index, llm=FakeLLM(lambda m, s, n: said, n_ctx=4096), embedder=embedder) as qe:
+        r = qe.naive_search("Where is Bletchley Park located?")
+    assert r.answer == said and not any(parse_citations(r.answer).values())
+
+
+def test_ids_only_answer_is_noted(index, embedder):
+    from tiny_graphrag.search.answer import IDS_ONLY_NOTE
+
+    def ids_only(messages, schema, max_tokens):
+        return f"[Data: Sources ({_first_ids(messages, 'Sources')[0]})]"
+
+    with QueryEngine(index, llm=FakeLLM(ids_only, n_ctx=4096), embedder=embedder) as qe:
+        r = qe.naive_search("Where is Bletchley Park located?")
+    assert IDS_ONLY_NOTE in r.notes and parse_citations(r.answer)["sources"]

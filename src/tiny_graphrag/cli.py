@@ -122,6 +122,9 @@ def _build_parser() -> argparse.ArgumentParser:
     q.add_argument("--chat-format", help="llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
     q.add_argument("--n-ctx", type=_int_at_least(256), help="LLM context window in tokens (default: the build's)")
     q.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    q.add_argument("--context-tokens", type=_int_at_least(64),
+                   help="at most this many tokens of data per prompt (default: what --n-ctx leaves; "
+                        "a small model answers better from less)")
 
     e = sub.add_parser("evaluate", help="judge two search modes head to head on global questions (GraphRAG paper "
                                         "§4.1): win rates per criterion and the judge's order agreement", **kw)
@@ -292,11 +295,13 @@ def _info(args) -> int:
 
 
 def _query(args) -> int:
+    from .search.config import SearchConfig
     from .search.engine import QueryEngine
 
     if args.level is not None and args.mode != "global":
         raise InputError("--level is only for global search")
-    qe = QueryEngine(args.index, models_dir=args.models_dir)
+    config = SearchConfig(context_tokens=args.context_tokens)
+    qe = QueryEngine(args.index, models_dir=args.models_dir, config=config)
     _change_llm(qe, model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx)
     kwargs = {"level": args.level} if args.mode == "global" else {}
     stream = args.stream and not args.json and not args.only_context

@@ -8,15 +8,16 @@ stream) -> citations checked against the sources shown -> SearchResult.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from ..citations import check_citations
+from ..citations import check_citations, parse_citations, strip_citations
 from ..errors import InputError
 from ..llm import CHAT_TEMPLATE_MARGIN, LLM
 from .context import BuiltContext
-from .prompts import NO_DATA_ANSWER, prompt_tokens
+from .prompts import NO_DATA_ANSWER, NOT_IN_CONTEXT, prompt_tokens
 from .result import SearchResult, Sources, StreamingResult, Usage
 from .tokens import TokenCounter
 
@@ -28,6 +29,39 @@ APPROXIMATE_NOTE = (
     "token counts are approximate: no LLM is loaded, so budgets were counted with a conservative "
     "estimate instead of the model's tokenizer"
 )
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_ATTRIBUTED = 2  # text chunks cited for an answer the model left uncited
+ATTRIBUTED_NOTE = ("the model cited no source: the answer cites the shown text chunks that contain it "
+                   "(those sharing most words with the question first)")
+IDS_ONLY_NOTE = "the model answered with citation ids only, no words: read the cited sources"
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def sources_containing(answer: str, sources: Sources, query: str, limit: int = MAX_ATTRIBUTED) -> list[int]:
+    """Ids of the text chunks holding the answer's words in sequence, those sharing the most
+    words with the question first (ties: context order), at most `limit`.
+
+    Small readers often answer right and cite nothing; the chunk that contains the answer is
+    then the evidence a reader can check it against. An answer that is a sentence rarely
+    matches word for word, so it gets no citation rather than a loose one.
+    """
+    first = strip_citations(answer).strip().splitlines()[0] if strip_citations(answer).strip() else ""
+    want = _words(first)
+    if not want or first.startswith(NOT_IN_CONTEXT.rstrip(".")):
+        return []
+    needle = " " + " ".join(want) + " "
+    asked = set(_words(query))
+    hits = []
+    for pos, chunk in enumerate(sources.chunks):
+        words = _words(chunk.text)
+        if needle in " " + " ".join(words) + " ":
+            hits.append((-len(asked & set(words)), pos, chunk.id))
+    return [cid for _, _, cid in sorted(hits)[:limit]]
 
 
 def check_query(query: object) -> str:
@@ -157,6 +191,13 @@ class SearchRun:
             answer, invalid = check_citations(text.strip(), built.sources)
             if invalid:
                 log.info("removed citations of ids not in the context: %s", invalid)
+            if not strip_citations(answer):
+                self.notes.append(IDS_ONLY_NOTE)
+            elif not any(parse_citations(answer).values()):
+                ids = sources_containing(answer, built.sources, self.query)
+                if ids:
+                    answer = f"{answer} [Data: Sources ({', '.join(map(str, ids))})]"
+                    self.notes.append(ATTRIBUTED_NOTE)
             self.usage[category] = meter.usage(n_prompt_used, n_completion)
             return self.result(built, context=context, answer=answer, invalid=invalid)
 

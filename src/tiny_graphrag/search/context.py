@@ -115,6 +115,7 @@ ENTITY_HEADER = "id|entity|type|description|mentions"
 RELATION_HEADER = "id|source|target|relation|weight"
 REPORT_HEADER = "id|title|content"
 SOURCE_HEADER = "id|text"
+GENERIC_RELATIONS = frozenset({"related to"})  # the general schema's catch-all, the co-occurrence default
 
 
 # ---- naive -----------------------------------------------------------------------------------
@@ -143,49 +144,59 @@ def build_local_context(
     budget: int,
     config: LocalConfig,
     count: Count,
+    omit_relations: frozenset[str] | set[str] = frozenset(),
 ) -> BuiltContext:
-    """Reports, entities, relationships and text chunks, each within its share of `budget`.
+    """Text chunks first, then reports, entities and relationships, each table within its share.
 
     Shares are upper bounds for reports and for entities + relationships (entities may use at
     most half of that share, relationships the rest); what they leave unused goes to the text
-    chunks, packed last, so the whole context never exceeds `budget`.
+    chunks, so the whole context never exceeds `budget`. The text comes first because a small
+    reader answers from what it reads first and took the graph tables' ids for answers when
+    they came first (bench/RESULTS.md). Relationships labelled with one of `omit_relations`
+    (sentence co-occurrence) or the generic "related to" are not shown: "A related to B" says
+    nothing the text does not, and costs the text room.
     """
     shares = local_budgets(budget, config)
     sep = count("\n\n")  # the separator between sections
     report_text, report_src, n_reports = pack_table("Reports", REPORT_HEADER, report_rows(reports), shares["reports"], count)
     ent_budget = shares["graph"] // 2
     ent_text, ent_src, n_ent = pack_table("Entities", ENTITY_HEADER, entity_rows(graph, entities), ent_budget, count)
+    omit = GENERIC_RELATIONS | set(omit_relations)
+    shown = [e for e in relationships if graph.edges[e].get("label", e[2]) not in omit]
     rel_budget = shares["graph"] - n_ent - (sep if n_ent else 0)
-    rel_text, rel_src, n_rel = pack_table(
-        "Relationships", RELATION_HEADER, relation_rows(graph, relationships), rel_budget, count
-    )
-    head = join_sections([report_text, ent_text, rel_text])
-    prefix = head + "\n\n" if head else ""
-    used = count(prefix) if prefix else 0
-    # The text table is measured where it stands, after the other sections: tokens merged or split
-    # across the join then count against its budget, and pack_table's own check holds the bound.
-    src_text, chunk_src, n_src = pack_table(
-        "Sources", SOURCE_HEADER, chunk_rows(chunks, sid_of), budget - used, _after(prefix, used, "Sources", count)
-    )
-    full = join_sections([head, src_text])
-    total = used + n_src if src_text else count(head)
+    rel_text, rel_src, n_rel = pack_table("Relationships", RELATION_HEADER, relation_rows(graph, shown), rel_budget, count)
+    tables = [report_text, ent_text, rel_text]
+    rows = chunk_rows(chunks, sid_of)
+    while True:
+        tail = join_sections(tables)
+        # The text table gets what the tables leave; the whole is measured as joined, and where a
+        # tokenizer merges across the join the text gives way first, then the last table.
+        room = budget - (count("\n\n" + tail) if tail else 0)
+        src_text, chunk_src, n_src = pack_table("Sources", SOURCE_HEADER, rows, room, count)
+        while True:
+            full = join_sections([src_text, tail])
+            total = count(full) if full else 0
+            if total <= budget or not chunk_src:
+                break
+            room -= max(1, total - budget)
+            src_text, chunk_src, n_src = pack_table("Sources", SOURCE_HEADER, rows, room, count)
+        if total <= budget or not any(tables):
+            break
+        last = max(i for i, t in enumerate(tables) if t)
+        tables[last] = ""
+    kept = [bool(t) for t in tables]
     sources = Sources(
-        chunks=tuple(chunk_src), reports=tuple(report_src), entities=tuple(ent_src), relationships=tuple(rel_src)
+        chunks=tuple(chunk_src),
+        reports=tuple(report_src) if kept[0] else (),
+        entities=tuple(ent_src) if kept[1] else (),
+        relationships=tuple(rel_src) if kept[2] else (),
     )
     return BuiltContext(
         full, sources, total, budget,
-        {"reports": n_reports, "entities": n_ent, "relationships": n_rel, "sources": n_src},
+        {"sources": n_src, "reports": n_reports if kept[0] else 0, "entities": n_ent if kept[1] else 0,
+         "relationships": n_rel if kept[2] else 0},
         {"budgets": shares},
     )
-
-
-def _after(prefix: str, n_prefix: int, title: str, count: Count) -> Count:
-    """`count` for pack_table, except that the table (whole, or its header) is counted by what it
-    adds to `prefix` (`n_prefix` tokens); its rows are counted alone, as always."""
-    if not prefix:
-        return count
-    marker = f"-----{title}-----"
-    return lambda text: count(prefix + text) - n_prefix if text.startswith(marker) else count(text)
 
 
 # ---- global ----------------------------------------------------------------------------------

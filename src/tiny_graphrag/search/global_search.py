@@ -72,12 +72,13 @@ def parse_map_answer(text: str, batch: int) -> tuple[list[KeyPoint], bool]:
     raw_points = data.get("points") if isinstance(data, dict) else data if isinstance(data, list) else None
     if not isinstance(raw_points, list):
         return [KeyPoint(INVALID_MAP_ANSWER, 0, batch)], False
-    points = []
+    points: list[KeyPoint] = []
     for p in raw_points:
         if not isinstance(p, dict):
             continue
         desc = p.get("description", p.get("answer"))
-        if not isinstance(desc, str) or not desc.strip():
+        # A small model made to write several points repeats one: the copy would count twice.
+        if not isinstance(desc, str) or not desc.strip() or any(k.description == desc.strip() for k in points):
             continue
         try:
             score = int(round(float(p.get("score", 0))))

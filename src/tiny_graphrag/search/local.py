@@ -196,6 +196,8 @@ def search_local(
             budget=room,
             config=config,
             count=run.counter,
+            # A co-occurrence graph's "related to" rows only repeat that names share a sentence.
+            omit_relations={(engine.store.manifest.get("extractor") or {}).get("cooccurrence_relation")} - {None},
         )
         built = dataclasses.replace(built, sources=nested_sources(built.sources, engine.store, engine.graph_index))
     nodes = engine.graph.nodes

@@ -34,45 +34,60 @@ Use only the data above. Answer in a few words (a name, a place, a date, a numbe
 Question: {query}
 Answer:"""
 
-LOCAL_CITATIONS = "[Data: Sources (ids); Entities (ids); Relationships (ids); Reports (ids)]"
 NAIVE_CITATIONS = "[Data: Sources (ids)]"
+# Local search asks for the same form: naming all four id kinds made the 0.5B reader answer with
+# ids alone (bench/RESULTS.md). Ids of the other tables a model cites anyway still resolve.
+LOCAL_CITATIONS = NAIVE_CITATIONS
 
 MAP_SYSTEM = (
     "You are an analyst. You extract the points of community reports that help answer a question, "
     "and you rate how helpful each point is."
 )
 
-MAP_USER = """---Community reports---
+# The question comes first as well as last: a 0.5B model read reports without it in mind and
+# scored unrelated reports 80-100 (bench/RESULTS.md, the map probe). A point must be a fact
+# from the reports; the question restated as a finding was its commonest wrong point.
+MAP_USER = """Question: {query}
+
+---Community reports---
 {context}
 ---End of reports---
 
-List the key points of the reports above that help answer the question below, as JSON: {"points": [{"description": "...", "score": 0-100}]}.
-- description: one point, ending with its evidence as [Data: Reports (ids)], using the ids of the reports above.
-- score: how helpful the point is for answering the question, from 0 (not at all) to 100 (answers it).
-If the reports do not help answer the question, return one point with score 0. Use only the data above.
-
-Question: {query}
+List the facts in the reports above that help answer the question "{query}", as JSON: {"points": [{"description": "...", "score": 0-100}]}.
+- description: one fact the reports state, ending with its evidence as [Data: Reports (ids)], using the ids of the reports above. Never restate the question as a fact.
+- score: 0 when the fact is not about what the question asks, up to 100 when it answers it.
+If no report is about the question, return one point with score 0.
 """
 
-# The reduce call writes the final answer, so it follows the answer prompt's rules and shape.
-REDUCE_USER = """---Key points (most helpful first)---
+# The reduce call writes the final answer (GraphRAG's reduce: a response that summarizes the
+# analysts' points). It must serve both a question about one fact (the answer first, in its
+# first sentence, which is what bench/answers.py scores) and one about the whole corpus ("main
+# themes": the main points, each cited). "The context does not say" only when no point is
+# relevant: a small model wrote it while relevant points were in front of it.
+REDUCE_SYSTEM = "You answer questions using only the analysts' key points you are given. You are accurate and concise."
+
+REDUCE_USER = """---Analysts' key points (most important first)---
 {context}
 ---End of key points---
 
-Use only the key points above; each cites its reports as [Data: Reports (ids)]. Answer in a few words (a name, a place, a date, a number, or yes/no), then cite the reports that support it as [Data: Reports (ids)]. If the key points do not contain the answer, write: """ + NOT_IN_CONTEXT + """
+Each key point above was written by an analyst who read part of the data, and cites its reports as [Data: Reports (ids)]. Using only these points, answer the question below. Start with the answer itself in one short sentence. If the question is about a whole topic (themes, trends, an overview), then give the main points in a few short sentences, most important first. End each sentence with the reports that support it as [Data: Reports (ids)]. If no key point is relevant to the question, write: """ + NOT_IN_CONTEXT + """
 
 Question: {query}
 Answer:"""
 
 
+MIN_MAP_POINTS = 3  # a 0.5B model stopped after one point, which left a reduce for "main themes" one fact
+
+
 def map_schema(max_points: int) -> dict[str, Any]:
-    """The JSON schema a map answer is constrained to."""
+    """The JSON schema a map answer is constrained to: at least MIN_MAP_POINTS points (fewer when
+    `max_points` is lower), so a small model reads past its first fact; unhelpful ones score 0."""
     return {
         "type": "object",
         "properties": {
             "points": {
                 "type": "array",
-                "minItems": 1,
+                "minItems": max(1, min(MIN_MAP_POINTS, max_points)),
                 "maxItems": max_points,
                 "items": {
                     "type": "object",
@@ -112,7 +127,7 @@ def map_messages(context: str, query: str) -> list[dict]:
 
 def reduce_messages(context: str, query: str) -> list[dict]:
     return [
-        {"role": "system", "content": ANSWER_SYSTEM},
+        {"role": "system", "content": REDUCE_SYSTEM},
         {"role": "user", "content": fill(REDUCE_USER, context=context, query=query)},
     ]
 
