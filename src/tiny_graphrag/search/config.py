@@ -14,12 +14,15 @@ class FusionConfig:
     beyond noise (bench/RESULTS.md, "Search settings as measured").
     """
 
-    k: float = 60.0
+    method: str = "rrf"  # "rrf" (weighted reciprocal rank fusion) or "score" (min-max score fusion)
+    k: float = 60.0  # RRF only
     dense_weight: float = 1.0
     keyword_weight: float = 1.0
     depth: int = 100  # how many chunks each ranking contributes before fusion
 
     def __post_init__(self) -> None:
+        if self.method not in ("rrf", "score"):
+            raise ValueError(f"fusion method must be 'rrf' or 'score', got {self.method!r}")
         if self.k < 0:
             raise ValueError(f"fusion k must be >= 0, got {self.k}")
         if self.dense_weight < 0 or self.keyword_weight < 0:
@@ -45,8 +48,12 @@ class LocalConfig:
     # hotpotqa100 (bench/RESULTS.md, "Search settings as measured").
     damping: float = 0.5
     seed_chunks: int = 3
-    # The best `keep_text_top` hybrid chunks stay first; the graph ranks what follows.
+    passage_weight: float = 1.0  # seed mass on those chunks against 1 on the linked entities
+    seed_by: str = "link"  # entity seed weight: "link" (exact 1, else cosine) or "similarity" (query-entity cosine)
+    # The best `keep_text_top` hybrid chunks stay first; the graph ranks what follows, its mass
+    # (scaled by the best) plus `prior_weight` times the fused text score (scaled by the best).
     keep_text_top: int = 2
+    prior_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if not (0 <= self.text_share <= 1 and 0 <= self.community_share <= 1):
@@ -56,6 +63,10 @@ class LocalConfig:
                 f"local text_share + community_share = {self.text_share + self.community_share} > 1: "
                 "nothing would be left for entities and relationships"
             )
+        if self.seed_by not in ("link", "similarity"):
+            raise ValueError(f"local seed_by must be 'link' or 'similarity', got {self.seed_by!r}")
+        if self.passage_weight < 0 or self.prior_weight < 0 or self.seed_chunks < 0 or self.keep_text_top < 0:
+            raise ValueError("local passage_weight, prior_weight, seed_chunks and keep_text_top must be >= 0")
         if not 0 < self.damping < 1:
             raise ValueError(f"local damping must be in (0, 1), got {self.damping}")
 
