@@ -79,10 +79,26 @@ def fused_rankings(p: Prepared, fusion) -> tuple[list[Any], list[list[str]]]:
 
 def local_rankings(engine, p: Prepared, fusion, config, ranked: list[Any]) -> list[list[str]]:
     out = []
-    for q, v, linked, r in zip(p.questions, p.vectors, p.linked, ranked):
+    for q, v, linked, r in zip(p.questions, p.vectors, links(engine, p, config), ranked):
         cand = engine.local.retrieve(q.text, v, config, fusion, linked=linked, hybrid=r)
         out.append(p.titles([c for c, _ in cand.chunks]))
     return out
+
+
+def links(engine, p: Prepared, config) -> list[list[Any]]:
+    """The prepared links, or new ones when `config` links differently from the defaults."""
+    from tiny_graphrag.search.config import LocalConfig
+
+    d = LocalConfig()
+    if (config.top_entities, config.min_similarity) == (d.top_entities, d.min_similarity):
+        return p.linked
+    key = (tuple(q.id for q in p.questions), config.top_entities, config.min_similarity)
+    if key not in _LINKS:
+        _LINKS[key] = [engine.local.link(q.text, v, config) for q, v in zip(p.questions, p.vectors)]
+    return _LINKS[key]
+
+
+_LINKS: dict = {}
 
 
 # ---- the grids ---------------------------------------------------------------------------
@@ -97,6 +113,8 @@ def fusion_grid() -> list:
 
 
 LOCAL_AXES: dict[str, tuple] = {
+    "min_similarity": (0.4, 0.5, 0.6),
+    "top_entities": (5, 10, 20),
     "damping": (0.3, 0.5, 0.7, 0.85),
     "seed_chunks": (1, 3, 5, 10, 20),
     "passage_weight": (0.25, 0.5, 1.0, 2.0, 4.0),
@@ -181,17 +199,17 @@ def report(engine, p: Prepared, idx: np.ndarray, fusion, local) -> dict[str, Any
     out["recall"] = {m: {f"@{k}": _cell(rec[m][k]) for k in KS} for m in modes}
     pairs = [("fusion", "dense"), ("fusion", "bm25"), ("fusion", "rrf60"), ("local", "dense"), ("local", "fusion")]
     out["paired"] = {f"{a}-{b}": {f"@{k}": _cell(rec[a][k] - rec[b][k]) for k in KS} for a, b in pairs}
-    out["linking"] = linking_recall(engine, sub)
+    out["linking"] = linking_recall(engine, sub, links(engine, sub, local))
     return out
 
 
-def linking_recall(engine, p: Prepared) -> dict[str, float]:
+def linking_recall(engine, p: Prepared, linked_lists: list[list[Any]]) -> dict[str, float]:
     """Share of gold passages mentioning a linked entity; share of questions with any link."""
     gi = engine.graph_index
     doc_of = {c.id: c.doc_id for c in engine.store.chunks()}
     title_of = {d.id: d.source.split(":", 1)[1] for d in engine.store.documents()}
     hit = total = 0
-    for q, linked in zip(p.questions, p.linked):
+    for q, linked in zip(p.questions, linked_lists):
         titles = set()
         for e in linked:
             for c in gi.node_chunks[gi.pos[e.key]]:
@@ -199,8 +217,8 @@ def linking_recall(engine, p: Prepared) -> dict[str, float]:
         hit += sum(1 for t in q.gold if t in titles)
         total += len(q.gold)
     return {"gold_passages_with_a_linked_entity": round(100 * hit / max(total, 1), 1),
-            "questions_with_a_link": round(100 * sum(1 for x in p.linked if x) / max(len(p.linked), 1), 1),
-            "linked_per_question": round(float(np.mean([len(x) for x in p.linked])), 2)}
+            "questions_with_a_link": round(100 * sum(1 for x in linked_lists if x) / max(len(linked_lists), 1), 1),
+            "linked_per_question": round(float(np.mean([len(x) for x in linked_lists])), 2)}
 
 
 def _engine(data: Path, work: Path):
