@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
@@ -13,6 +14,23 @@ from .models import choose_device, file_fingerprint, load_error, resolve_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
+
+
+def document_title(source: str) -> str:
+    """A title from a document's file name ("barack_obama.txt" -> "barack obama"); "" for a
+    raw string or a name without letters (numbered files say nothing about their content)."""
+    if not source or source.startswith("<"):
+        return ""
+    stem = re.sub(r"[_\-]+", " ", PurePath(source).stem).strip()
+    return stem if any(ch.isalpha() for ch in stem) else ""
+
+
+def titled(text: str, title: str) -> str:
+    """What is embedded for a chunk: its document's title first (a later chunk of a document
+    does not name what the document is about), unless the chunk already starts with it."""
+    if not title or text[: len(title) + 2].lower().lstrip().startswith(title.lower()):
+        return text
+    return f"{title}\n{text}"
 
 
 class TextEmbedder(Protocol):
@@ -107,7 +125,7 @@ class Embedder:
         """Texts cut into windows the model reads whole: (windows, owning text, word pieces)."""
         tok = self.model.tokenizer
         room = max(int(self.model.max_seq_length) - 2, 8)  # [CLS] and [SEP] take two positions
-        ids = tok(texts, add_special_tokens=False)["input_ids"]
+        ids = tok(texts, add_special_tokens=False, verbose=False)["input_ids"]  # no "too long" warning: we cut it
         pieces: list[str] = []
         owner: list[int] = []
         weight: list[int] = []
