@@ -8,7 +8,7 @@ index and an entity graph, then ranks passages for every question with:
 
 - dense:  all-MiniLM-L6-v2 cosine over whole passages
 - bm25:   SQLite FTS5 bm25 (Porter stemming), stopwords dropped from the query
-- hybrid: the two fused by RRF (naive search's ranking)
+- hybrid: the two fused as FusionConfig sets it (naive search's ranking)
 - local:  local search's chunk ranking (hybrid + personalized PageRank from the linked entities)
 
 Passage recall@k = share of a question's gold passages among the top k, averaged over questions,

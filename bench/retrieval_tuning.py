@@ -229,7 +229,7 @@ def _engine(data: Path, work: Path):
     return QueryEngine(index), questions
 
 
-def run(data: Path, also: Sequence[Path], work: Path) -> dict[str, Any]:
+def run(data: Path, also: Sequence[Path], work: Path, fixed_fusion=None) -> dict[str, Any]:
     engine, questions = _engine(data, work)
     p = prepare(engine, questions)
     n = len(questions)
@@ -238,7 +238,7 @@ def run(data: Path, also: Sequence[Path], work: Path) -> dict[str, Any]:
     chosen = {}
     for name, idx in halves.items():
         other = "odd" if name == "even" else "even"
-        fusion, finfo = choose_fusion(p, idx)
+        fusion, finfo = (fixed_fusion, {"fixed": True}) if fixed_fusion else choose_fusion(p, idx)
         local, trace = choose_local(engine, p, fusion, idx)
         chosen[name] = (fusion, local)
         log.info("tuned on %s: %s / %s", name, _describe(fusion), _describe(local))
@@ -248,7 +248,7 @@ def run(data: Path, also: Sequence[Path], work: Path) -> dict[str, Any]:
         }
     # The library defaults: the same procedure on all questions (in-sample there, so only the
     # halves above say what it is worth on hotpotqa; the other sets measure it held out).
-    fusion, _ = choose_fusion(p, np.arange(n))
+    fusion = fixed_fusion or choose_fusion(p, np.arange(n))[0]
     local, trace = choose_local(engine, p, fusion, np.arange(n))
     chosen["all"] = (fusion, local)
     result["tuned_on_all"] = {"fusion": _describe(fusion), "local": _describe(local), "local_search": trace}
@@ -294,9 +294,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--also", type=Path, nargs="*", default=[rev.ROOT / "bench" / "data" / "2wiki30"])
     ap.add_argument("--work", type=Path, default=rev.ROOT / "bench" / "out" / "retrieval")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--fusion", choices=("choose", "default"), default="choose",
+                    help="choose the fusion per tuning half, or keep the library's default fusion and tune local only")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    result = run(args.data, args.also, args.work)
+    from tiny_graphrag.search.config import FusionConfig
+
+    result = run(args.data, args.also, args.work, FusionConfig() if args.fusion == "default" else None)
     sys.stdout.write(format_report(result) + "\n")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")

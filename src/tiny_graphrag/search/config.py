@@ -7,14 +7,17 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class FusionConfig:
-    """Reciprocal rank fusion of the dense (embedding) and keyword (FTS5 BM25) chunk rankings.
+    """How the dense (embedding) and keyword (FTS5 BM25) chunk rankings are fused.
 
-    k = 60 is the constant of Cormack et al. (2009). Equal weights: a sweep of k and the keyword
-    weight on hotpotqa100 (`python bench/retrieval_eval.py --sweep`) found no setting better
-    beyond noise (bench/RESULTS.md, "Search settings as measured").
+    "score": each ranking's scores min-max scaled, then weighted and summed (search/fusion.py):
+    a flat keyword ranking adds nothing and the dense order stands. "rrf": weighted reciprocal
+    rank fusion, k = 60 as in Cormack et al. (2009). Default: score fusion with equal weights,
+    chosen on held-out halves of hotpotqa100 and kept above both single retrievers when the
+    keyword ranking was made weaker (bench/retrieval_tuning.py; bench/RESULTS.md, "Retrieval
+    settings on held-out halves").
     """
 
-    method: str = "rrf"  # "rrf" (weighted reciprocal rank fusion) or "score" (min-max score fusion)
+    method: str = "score"  # "score" (min-max score fusion) or "rrf" (weighted reciprocal rank fusion)
     k: float = 60.0  # RRF only
     dense_weight: float = 1.0
     keyword_weight: float = 1.0

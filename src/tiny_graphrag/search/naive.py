@@ -1,4 +1,4 @@
-"""Naive search: hybrid chunk retrieval (dense cosine and FTS5 BM25 rankings fused by RRF), then one answer.
+"""Naive search: hybrid chunk retrieval (dense cosine and FTS5 BM25 rankings fused), then one answer.
 
 The hybrid ranking is also local search's text ranking and fallback, and what the retrieval
 benchmark (bench/retrieval_eval.py) measures, so what is measured is what runs.
@@ -67,7 +67,7 @@ def fuse(dense: list[tuple[str, float]], keyword: list[tuple[str, float]], f: Fu
 
 
 class HybridRetriever:
-    """Dense + keyword chunk ranking over one index, fused by weighted reciprocal rank fusion."""
+    """Dense + keyword chunk ranking over one index, fused as FusionConfig says (RRF or score fusion)."""
 
     def __init__(self, store: IndexStore, chunk_vectors: VectorIndex, fusion: FusionConfig | None = None):
         self.store = store
