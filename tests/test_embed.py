@@ -124,3 +124,14 @@ def test_a_long_text_is_the_weighted_mean_of_its_windows(minilm_dir, no_network)
     assert cut.fingerprint != emb.fingerprint
     q = emb.embed(["zebras on the savanna"])[0]
     assert float(whole[0] @ q) > float(cut.embed([text])[0] @ q)
+
+
+def test_chunks_are_embedded_under_their_document_title():
+    from tiny_graphrag.embed import document_title, titled
+
+    assert document_title("corpora/barack_obama.txt") == "barack obama"
+    assert document_title("notes/Operation-Dulce.md") == "Operation Dulce"
+    assert document_title("<text:3>") == "" and document_title("passages/0042.txt") == ""
+    assert titled("He was born in Hawaii.", "barack obama") == "barack obama\nHe was born in Hawaii."
+    assert titled("Barack Obama was born in Hawaii.", "barack obama") == "Barack Obama was born in Hawaii."
+    assert titled("text", "") == "text"

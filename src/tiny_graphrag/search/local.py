@@ -2,13 +2,15 @@
 
 1. Link: exact normalized name matches plus embedding similarity (linking.py).
 2. Spread: personalized PageRank over entities and chunks (graph_index.py), seeded by the
-   linked entities and the best hybrid (dense + keyword) chunks; a neighbour ranks high when
-   its relations to the seeds are heavy and it is mentioned where the seeds are, as in
+   linked entities (mass 1 in all, by link score or query-entity cosine over specificity) and
+   the best hybrid (dense + keyword) chunks (mass `passage_weight`); a neighbour ranks high
+   when its relations to the seeds are heavy and it is mentioned where the seeds are, as in
    HippoRAG 2.
 3. Rank: entities by PageRank mass (seeds first); relationships among them by weight and the
    endpoints' combined degree (GraphRAG's order); the most specific community of each entity,
-   by the mass of its entities; chunks: the best hybrid ones first, then by PageRank mass,
-   then the rest of the hybrid ranking.
+   by the mass of its entities; chunks: the best `keep_text_top` hybrid ones first, then by
+   PageRank mass (plus `prior_weight` times the fused text score), then the rest of the
+   hybrid ranking.
 
 When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty.
 The context then packs reports, entities, relationships and chunks into their token shares
