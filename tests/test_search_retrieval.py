@@ -104,3 +104,29 @@ def test_queries_the_keyword_index_cannot_use_never_raise(engine, query):
     assert [c for c, _ in cand.chunks]  # never an empty candidate list
     r = engine.naive_search(query, only_context=True)
     assert r.mode == "naive"
+
+
+def test_the_tuning_bench_picks_the_fusion_with_the_best_worst_margin():
+    from bench import retrieval_eval as rev
+    from bench import retrieval_tuning as rt
+    from tiny_graphrag.search.naive import Ranked
+
+    # Dense finds q1's gold passage only at rank 3, keyword puts it first; q2 the other way round.
+    questions = [rev.Question("q1", "a", ("g1",), ""), rev.Question("q2", "b", ("g2",), "")]
+    ranked = [
+        Ranked((("x", 0.9), ("y", 0.8), ("g1", 0.7)), (("g1", 9.0), ("z", 1.0)), ()),
+        Ranked((("g2", 0.9), ("y", 0.2)), (("w", 5.0), ("v", 4.9), ("g2", 4.8)), ()),
+    ]
+    p = rt.Prepared(questions, np.zeros((2, 3)), ranked, [[], []], lambda ids: list(ids))
+    idx = np.arange(2)
+    chosen, info = rt.choose_fusion(p, idx)
+
+    def margin(f):
+        rec = rt.recalls(rt.fused_rankings(p, f)[1], questions)
+        dense = rt.recalls([r.ids("dense") for r in ranked], questions)
+        kw = rt.recalls([r.ids("keyword") for r in ranked], questions)
+        return min(rec[k].mean() - max(dense[k].mean(), kw[k].mean()) for k in rev.KS)
+
+    assert info["tried"] == len(rt.fusion_grid())
+    assert margin(chosen) == max(margin(f) for f in rt.fusion_grid())
+    assert margin(chosen) >= margin(FusionConfig(method="rrf", k=60))
