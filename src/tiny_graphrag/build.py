@@ -26,7 +26,7 @@ from .chunking import chunk_documents
 from .communities import hierarchical_communities
 from .config import BuildConfig
 from .documents import collect_documents, is_path_string
-from .embed import Embedder, TextEmbedder
+from .embed import Embedder, TextEmbedder, document_title, titled
 from .errors import InputError, TinyGraphRAGError
 from .extract.base import Extractor, make_extractor
 from .graph import build_graph
@@ -241,7 +241,9 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
         warnings.append("no relations were found: communities are single entities; check relation types/threshold")
 
     with timer.stage("embed"):  # no bar: sentence-transformers' "Batches" bars would nest in the build's
-        store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([c.text for c in chunks]))
+        title = {d.id: document_title(d.source) for d in docs}
+        store.save_vectors("chunks", [c.id for c in chunks],
+                           embedder.embed([titled(c.text, title[c.doc_id]) for c in chunks]))
         keys = list(graph.nodes)
         store.save_vectors("entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys]))
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
@@ -13,6 +14,23 @@ from .models import choose_device, file_fingerprint, load_error, resolve_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentence_transformers import SentenceTransformer
+
+
+def document_title(source: str) -> str:
+    """A title from a document's file name ("barack_obama.txt" -> "barack obama"); "" for a
+    raw string or a name without letters (numbered files say nothing about their content)."""
+    if not source or source.startswith("<"):
+        return ""
+    stem = re.sub(r"[_\-]+", " ", PurePath(source).stem).strip()
+    return stem if any(ch.isalpha() for ch in stem) else ""
+
+
+def titled(text: str, title: str) -> str:
+    """What is embedded for a chunk: its document's title first (a later chunk of a document
+    does not name what the document is about), unless the chunk already starts with it."""
+    if not title or text[: len(title) + 2].lower().lstrip().startswith(title.lower()):
+        return text
+    return f"{title}\n{text}"
 
 
 class TextEmbedder(Protocol):
@@ -49,17 +67,23 @@ class Embedder:
         models_dir: str | None = None,
         device: str | None = None,
         batch_size: int = 64,
+        whole_text: bool = True,
     ):
         self.path: Path = resolve_model(model, kind="embedder", models_dir_=models_dir)
         self.name = model
         self.batch_size = batch_size
+        # A text longer than the model reads (256 word pieces for all-MiniLM-L6-v2; our 256-word
+        # chunks run ~260) is embedded as the length-weighted mean of its windows, so its tail
+        # counts; False: the model's own truncation.
+        self.whole_text = whole_text
         self._device = device
         self._fingerprint: str | None = None
 
     @property
     def fingerprint(self) -> str:
+        """The model files' fingerprint; "+trunc" when long texts are cut (other vectors)."""
         if self._fingerprint is None:
-            self._fingerprint = file_fingerprint(self.path)
+            self._fingerprint = file_fingerprint(self.path) + ("" if self.whole_text else "+trunc")
         return self._fingerprint
 
     @property
@@ -83,14 +107,40 @@ class Embedder:
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(
-            list(texts),
+        pieces, owner, weight = self._windows(list(texts)) if self.whole_text else (list(texts), None, None)
+        vectors = np.asarray(self.model.encode(
+            pieces,
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=progress,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        ), dtype=np.float32)
+        if owner is None or len(pieces) == len(texts):
+            return vectors
+        out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+        np.add.at(out, owner, vectors * weight[:, None])
+        return out / np.linalg.norm(out, axis=1, keepdims=True).clip(min=1e-12)
+
+    def _windows(self, texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Texts cut into windows the model reads whole: (windows, owning text, word pieces)."""
+        tok = self.model.tokenizer
+        room = max(int(self.model.max_seq_length) - 2, 8)  # [CLS] and [SEP] take two positions
+        ids = tok(texts, add_special_tokens=False, verbose=False)["input_ids"]  # no "too long" warning: we cut it
+        pieces: list[str] = []
+        owner: list[int] = []
+        weight: list[int] = []
+        for i, (text, t) in enumerate(zip(texts, ids)):
+            if len(t) <= room:
+                pieces.append(text)
+                owner.append(i)
+                weight.append(max(len(t), 1))
+                continue
+            for start in range(0, len(t), room):
+                part = t[start:start + room]
+                pieces.append(tok.decode(part))
+                owner.append(i)
+                weight.append(len(part))
+        return pieces, np.asarray(owner), np.asarray(weight, dtype=np.float32)
 
     __call__ = embed
 

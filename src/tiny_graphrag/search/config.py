@@ -7,19 +7,25 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class FusionConfig:
-    """Reciprocal rank fusion of the dense (embedding) and keyword (FTS5 BM25) chunk rankings.
+    """How the dense (embedding) and keyword (FTS5 BM25) chunk rankings are fused.
 
-    k = 60 is the constant of Cormack et al. (2009). Equal weights: a sweep of k and the keyword
-    weight on hotpotqa100 (`python bench/retrieval_eval.py --sweep`) found no setting better
-    beyond noise (bench/RESULTS.md, "Search settings as measured").
+    "score": each ranking's scores min-max scaled, then weighted and summed (search/fusion.py):
+    a flat keyword ranking adds nothing and the dense order stands. "rrf": weighted reciprocal
+    rank fusion, k = 60 as in Cormack et al. (2009). Default: score fusion with equal weights,
+    chosen on held-out halves of hotpotqa100 and kept above both single retrievers when the
+    keyword ranking was made weaker (bench/retrieval_tuning.py; bench/RESULTS.md, "Retrieval
+    settings on held-out halves").
     """
 
-    k: float = 60.0
+    method: str = "score"  # "score" (min-max score fusion) or "rrf" (weighted reciprocal rank fusion)
+    k: float = 60.0  # RRF only
     dense_weight: float = 1.0
     keyword_weight: float = 1.0
     depth: int = 100  # how many chunks each ranking contributes before fusion
 
     def __post_init__(self) -> None:
+        if self.method not in ("rrf", "score"):
+            raise ValueError(f"fusion method must be 'rrf' or 'score', got {self.method!r}")
         if self.k < 0:
             raise ValueError(f"fusion k must be >= 0, got {self.k}")
         if self.dense_weight < 0 or self.keyword_weight < 0:
@@ -40,13 +46,18 @@ class LocalConfig:
     # names score low; below this the links on hotpotqa100 were mostly wrong entities.
     min_similarity: float = 0.6
     # Personalized PageRank over entities and chunks (HippoRAG 2), seeded by the linked entities
-    # (weight: link score / sqrt(chunks mentioning the entity)) and the `seed_chunks` best hybrid
-    # chunks (weight 1/rank). 0.5 is HippoRAG's damping; the other values were chosen on
-    # hotpotqa100 (bench/RESULTS.md, "Search settings as measured").
+    # (mass 1 in all; weight: query-entity cosine / sqrt(chunks mentioning the entity)) and the
+    # `seed_chunks` best hybrid chunks (weight 1/rank, mass `passage_weight` in all). Chunks are
+    # then ranked by PageRank mass, after the best `keep_text_top` hybrid chunks, plus
+    # `prior_weight` times the fused text score (both scaled by their best). The values were
+    # chosen by coordinate ascent on all of hotpotqa100 (the procedure is measured on held-out
+    # halves and on 2wiki30: bench/RESULTS.md, "Retrieval settings on held-out halves").
     damping: float = 0.5
     seed_chunks: int = 3
-    # The best `keep_text_top` hybrid chunks stay first; the graph ranks what follows.
-    keep_text_top: int = 2
+    passage_weight: float = 4.0
+    seed_by: str = "similarity"  # "similarity" (query-entity cosine) or "link" (exact 1, else the cosine)
+    keep_text_top: int = 0
+    prior_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if not (0 <= self.text_share <= 1 and 0 <= self.community_share <= 1):
@@ -56,6 +67,10 @@ class LocalConfig:
                 f"local text_share + community_share = {self.text_share + self.community_share} > 1: "
                 "nothing would be left for entities and relationships"
             )
+        if self.seed_by not in ("link", "similarity"):
+            raise ValueError(f"local seed_by must be 'link' or 'similarity', got {self.seed_by!r}")
+        if self.passage_weight < 0 or self.prior_weight < 0 or self.seed_chunks < 0 or self.keep_text_top < 0:
+            raise ValueError("local passage_weight, prior_weight, seed_chunks and keep_text_top must be >= 0")
         if not 0 < self.damping < 1:
             raise ValueError(f"local damping must be in (0, 1), got {self.damping}")
 

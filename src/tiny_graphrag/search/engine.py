@@ -211,7 +211,7 @@ class QueryEngine:
     def naive_search(
         self, query: str, *, only_context: bool = False, stream: bool = False, config: NaiveConfig | None = None
     ) -> SearchResult | StreamingResult:
-        """Hybrid (vector + keyword, RRF) retrieval of text chunks, then one answer call."""
+        """Hybrid (vector + keyword, fused) retrieval of text chunks, then one answer call."""
         return search_naive(self, check_query(query), config or self.config.naive, only_context=only_context,
                             stream=stream)
 

@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009)."""
+"""Fusing rankings: reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009) and min-max score fusion."""
 
 from __future__ import annotations
 
@@ -36,5 +36,43 @@ def reciprocal_rank_fusion(
             seen.add(doc)
             first_seen.setdefault(doc, len(first_seen))
             scores[doc] = scores.get(doc, 0.0) + weight / (k + rank)
+    fused = sorted(scores.items(), key=lambda item: (-item[1], first_seen[item[0]]))
+    return fused[:limit] if limit is not None else fused
+
+
+def score_fusion(
+    rankings: Sequence[Sequence[tuple[T, float]]],
+    weights: Sequence[float],
+    *,
+    limit: int | None = None,
+) -> list[tuple[T, float]]:
+    """Fuse scored rankings: score(d) = sum_i w_i * (s_i(d) - min_i) / (max_i - min_i).
+
+    Each ranking's scores are min-max scaled over the documents it returned (a document it did
+    not return counts as its worst). Unlike RRF this keeps how far apart the scores are: a
+    ranking whose scores are all equal says nothing about the order and adds nothing (the fusion
+    backs off to the others), and a keyword ranking with one clear hit passes it on. Ties keep
+    the order of first appearance, so the result is deterministic.
+    """
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
+    if any(w < 0 for w in weights):
+        raise ValueError(f"fusion weights must be >= 0, got {list(weights)}")
+    scores: dict[T, float] = {}
+    first_seen: dict[T, int] = {}
+    for ranking, weight in zip(rankings, weights):
+        best: dict[T, float] = {}
+        for doc, s in ranking:
+            first_seen.setdefault(doc, len(first_seen))
+            scores.setdefault(doc, 0.0)
+            if doc not in best or s > best[doc]:
+                best[doc] = float(s)
+        if not best:
+            continue
+        lo, hi = min(best.values()), max(best.values())
+        if hi <= lo:
+            continue
+        for doc, s in best.items():
+            scores[doc] += weight * (s - lo) / (hi - lo)
     fused = sorted(scores.items(), key=lambda item: (-item[1], first_seen[item[0]]))
     return fused[:limit] if limit is not None else fused

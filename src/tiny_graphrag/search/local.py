@@ -2,13 +2,15 @@
 
 1. Link: exact normalized name matches plus embedding similarity (linking.py).
 2. Spread: personalized PageRank over entities and chunks (graph_index.py), seeded by the
-   linked entities and the best hybrid (dense + keyword) chunks; a neighbour ranks high when
-   its relations to the seeds are heavy and it is mentioned where the seeds are, as in
+   linked entities (mass 1 in all, by link score or query-entity cosine over specificity) and
+   the best hybrid (dense + keyword) chunks (mass `passage_weight`); a neighbour ranks high
+   when its relations to the seeds are heavy and it is mentioned where the seeds are, as in
    HippoRAG 2.
 3. Rank: entities by PageRank mass (seeds first); relationships among them by weight and the
    endpoints' combined degree (GraphRAG's order); the most specific community of each entity,
-   by the mass of its entities; chunks: the best hybrid ones first, then by PageRank mass,
-   then the rest of the hybrid ranking.
+   by the mass of its entities; chunks: the best `keep_text_top` hybrid ones first, then by
+   PageRank mass (plus `prior_weight` times the fused text score), then the rest of the
+   hybrid ranking.
 
 When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty.
 The context then packs reports, entities, relationships and chunks into their token shares
@@ -83,33 +85,53 @@ class LocalRetriever:
         fusion: FusionConfig | None = None,
         *,
         linked: list[LinkedEntity] | None = None,
+        hybrid: Ranked | None = None,
     ) -> LocalCandidates:
         config = config or LocalConfig()
         fusion = fusion or self.hybrid.fusion
         if linked is None:
             linked = self.link(query, query_vector, config)
-        hybrid = self.hybrid.rank(query, query_vector, fusion=fusion)
+        if hybrid is None:
+            hybrid = self.hybrid.rank(query, query_vector, fusion=fusion)
         if not linked or len(self.index) == 0:
             return LocalCandidates(tuple(linked), (), (), (), hybrid.fused, hybrid, ())
 
-        # Entity seeds weighted by link confidence and specificity (HippoRAG: an entity mentioned
-        # in few chunks says more about where the answer is than one mentioned everywhere);
-        # chunk seeds by their hybrid rank.
-        seeds = {e.key: e.score / np.sqrt(self.index.chunk_count[self.index.pos[e.key]]) for e in linked}
-        chunk_seeds = {cid: 1.0 / rank for rank, (cid, _) in enumerate(hybrid.fused[: config.seed_chunks], start=1)}
-        mass, chunk_mass = self.index.personalized_pagerank(seeds, chunk_seeds, damping=config.damping)
+        mass, chunk_mass = self.index.personalized_pagerank(
+            self._entity_seeds(linked, query_vector, config), _chunk_seeds(hybrid, config), damping=config.damping)
         entities = self._rank_entities(linked, mass, config.max_entities)
         relationships = self._rank_relationships([k for k, _ in entities])
         communities = self._rank_communities(entities)
 
         graph_chunks = chunk_mass.top(fusion.depth)
-        order = hybrid.ids("fused")[: config.keep_text_top] + [c for c, _ in graph_chunks] + hybrid.ids("fused")
         fused = dict(hybrid.fused)
+        ranked = graph_chunks
+        if config.prior_weight > 0 and graph_chunks:
+            # The text ranking as a prior mixed with the walk's: each scaled by its best score.
+            top_mass, top_fused = graph_chunks[0][1], max(fused.values(), default=0.0) or 1.0
+            mixed = {c: m / top_mass for c, m in graph_chunks}
+            for c, f in hybrid.fused[: fusion.depth]:
+                mixed[c] = mixed.get(c, 0.0) + config.prior_weight * f / top_fused
+            ranked = sorted(mixed.items(), key=lambda kv: (-kv[1], kv[0]))
+        order = hybrid.ids("fused")[: config.keep_text_top] + [c for c, _ in ranked] + hybrid.ids("fused")
         chunks = [(c, chunk_mass.get(c, fused.get(c, 0.0))) for c in dict.fromkeys(order)]
         return LocalCandidates(
             tuple(linked), tuple(entities), tuple(relationships), tuple(communities), tuple(chunks), hybrid,
             tuple(graph_chunks),
         )
+
+    def _entity_seeds(self, linked: list[LinkedEntity], query_vector: np.ndarray, config: LocalConfig) -> dict:
+        """Entity seeds summing to 1, weighted by link confidence ("link": 1 for an exact name
+        match, else the cosine) or by query-entity cosine ("similarity"), times specificity
+        (HippoRAG: an entity mentioned in few chunks says more about where the answer is than
+        one mentioned everywhere)."""
+        if config.seed_by == "similarity":
+            conf = self.linker.similarity(query_vector, [e.key for e in linked])
+        else:
+            conf = [e.score for e in linked]
+        w = {e.key: max(c, 1e-6) / np.sqrt(self.index.chunk_count[self.index.pos[e.key]])
+             for e, c in zip(linked, conf)}
+        total = sum(w.values())
+        return {k: v / total for k, v in w.items()}
 
     # -- ranking ----------------------------------------------------------------------------
     def _rank_entities(self, linked: list[LinkedEntity], mass: np.ndarray, limit: int) -> list[tuple[str, float]]:
@@ -158,6 +180,15 @@ class LocalRetriever:
             if c is not None:
                 score[c.id] = score.get(c.id, 0.0) + m
         return sorted(score, key=lambda cid: (-score[cid], cid))
+
+
+def _chunk_seeds(hybrid: Ranked, config: LocalConfig) -> dict[str, float]:
+    """The best `seed_chunks` text-ranked chunks as seeds (weight 1/rank), summing to
+    `passage_weight` against the entity seeds' 1 (HippoRAG 2's passage nodes in the reset)."""
+    top = hybrid.fused[: config.seed_chunks]
+    w = {cid: 1.0 / rank for rank, (cid, _) in enumerate(top, start=1)}
+    total = sum(w.values())
+    return {c: config.passage_weight * v / total for c, v in w.items()} if total else {}
 
 
 def _best_first(mass: np.ndarray, k: int) -> np.ndarray:

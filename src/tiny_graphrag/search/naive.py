@@ -1,4 +1,4 @@
-"""Naive search: hybrid chunk retrieval (dense cosine and FTS5 BM25 rankings fused by RRF), then one answer.
+"""Naive search: hybrid chunk retrieval (dense cosine and FTS5 BM25 rankings fused), then one answer.
 
 The hybrid ranking is also local search's text ranking and fallback, and what the retrieval
 benchmark (bench/retrieval_eval.py) measures, so what is measured is what runs.
@@ -15,7 +15,7 @@ import numpy as np
 from ..store import IndexStore
 from .config import FusionConfig, NaiveConfig
 from .context import build_naive_context
-from .fusion import reciprocal_rank_fusion
+from .fusion import reciprocal_rank_fusion, score_fusion
 from .prompts import NAIVE_CITATIONS, answer_messages
 from .result import SearchResult, StreamingResult
 from .vectors import VectorIndex
@@ -58,8 +58,16 @@ class Ranked:
         return bool(self.keyword) or any(s >= min_similarity for _, s in self.dense[:1])
 
 
+def fuse(dense: list[tuple[str, float]], keyword: list[tuple[str, float]], f: FusionConfig) -> list[tuple[str, float]]:
+    """The two scored rankings fused as `f` says (bench/retrieval_tuning.py re-fuses with this)."""
+    weights = [f.dense_weight, f.keyword_weight]
+    if f.method == "score":
+        return score_fusion([dense, keyword], weights)
+    return reciprocal_rank_fusion([[c for c, _ in dense], [c for c, _ in keyword]], k=f.k, weights=weights)
+
+
 class HybridRetriever:
-    """Dense + keyword chunk ranking over one index, fused by weighted reciprocal rank fusion."""
+    """Dense + keyword chunk ranking over one index, fused as FusionConfig says (RRF or score fusion)."""
 
     def __init__(self, store: IndexStore, chunk_vectors: VectorIndex, fusion: FusionConfig | None = None):
         self.store = store
@@ -77,10 +85,7 @@ class HybridRetriever:
         f = fusion or self.fusion
         dense = self.dense(query_vector, f.depth) if f.dense_weight > 0 else []
         keyword = self.keyword(query, f.depth) if f.keyword_weight > 0 else []
-        fused = reciprocal_rank_fusion(
-            [[c for c, _ in dense], [c for c, _ in keyword]], k=f.k, weights=[f.dense_weight, f.keyword_weight]
-        )
-        return Ranked(tuple(dense), tuple(keyword), tuple(fused))
+        return Ranked(tuple(dense), tuple(keyword), tuple(fuse(dense, keyword, f)))
 
 
 def search_naive(
