@@ -7,7 +7,7 @@ prompt's budget is clustered again. Differences, each for a reason:
 - a node always joins its most probable cluster (with many components the best probability can
   be under the threshold, and RAPTOR then silently drops the node);
 - layers too small for UMAP are clustered on the raw embeddings;
-- identical embeddings are collapsed before fitting (a mixture over duplicates is degenerate);
+- identical embeddings are collapsed before UMAP and the mixture (over duplicates both degenerate);
 - an over-budget cluster that clustering cannot split is cut in document order, so the recursion
   always ends.
 Everything is seeded: the same embeddings and seed give the same clusters.
@@ -50,8 +50,7 @@ def _reduce(x: np.ndarray, n_neighbors: int, dim: int, seed: int) -> np.ndarray:
 
 def _mixture(x: np.ndarray, threshold: float, max_clusters: int, seed: int) -> list[list[int]]:
     """Soft clusters of the rows of `x` (lists of row indices); the count chosen by lowest BIC."""
-    distinct, inverse = np.unique(np.round(x, 6), axis=0, return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
+    distinct, inverse = _distinct(x)
     if len(distinct) < 2:
         return [list(range(len(x)))]
     _, mixture = require_libraries()
@@ -71,8 +70,22 @@ def _mixture(x: np.ndarray, threshold: float, max_clusters: int, seed: int) -> l
     return [members[c] for c in sorted(members)]
 
 
+def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    distinct, inverse = np.unique(np.round(x, 6), axis=0, return_inverse=True)
+    return distinct, np.asarray(inverse).reshape(-1)
+
+
 def _two_pass(x: np.ndarray, config: TreeConfig) -> list[list[int]]:
-    """RAPTOR's global then local clustering (row indices of `x`)."""
+    """RAPTOR's global then local clustering (row indices of `x`), on the distinct rows: UMAP
+    spreads identical points apart, and copies of one text belong in one cluster."""
+    distinct, inverse = _distinct(x)
+    if len(distinct) < len(x):
+        copies: dict[int, list[int]] = {}
+        for i, d in enumerate(inverse):
+            copies.setdefault(int(d), []).append(i)
+        if len(distinct) == 1:
+            return [list(range(len(x)))]
+        return [sorted(i for d in c for i in copies[d]) for c in _two_pass(distinct, config)]
     n, dim, seed = len(x), config.reduction_dim, config.seed
     out: list[list[int]] = []
     for members in _mixture(_reduce(x, int((n - 1) ** 0.5), dim, seed), config.threshold, config.max_clusters, seed):
