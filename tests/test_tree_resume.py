@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+
+from test_resume import _llm_entries, _run  # the cache's model-call entries; one build in a subprocess
 
 from tiny_graphrag import load_index
 
@@ -40,24 +41,6 @@ SCRIPT = textwrap.dedent(
 ).format(tests=str(TESTS), obama=str(TESTS.parent.parent / "shared" / "data" / "corpora" / "barack_obama.txt"))
 
 
-def _summaries(cache: Path) -> int:
-    if not cache.exists():
-        return 0
-    try:
-        with sqlite3.connect(cache) as db:
-            return db.execute("SELECT count(*) FROM calls WHERE value LIKE '%finish_reason%'").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-
-
-def _run(script: Path, out: Path, cache: Path, delay: float) -> tuple[int, int]:
-    proc = subprocess.run([sys.executable, str(script), str(out), str(cache), str(delay)], capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    words = proc.stdout.split()
-    return int(words[1]), int(words[3])
-
-
 def _tree(path: Path):
     store = load_index(path)
     return [(n.id, n.layer, n.children, n.chunks, n.text) for n in store.tree()], store.vectors("tree")[0]
@@ -67,21 +50,22 @@ def test_kill_during_tree_then_rerun_repeats_no_call_and_builds_the_same_tree(tm
     script = tmp_path / "build.py"
     script.write_text(SCRIPT)
     reference = tmp_path / "ref" / "idx"
-    total, _ = _run(script, reference, tmp_path / "ref-cache.sqlite", 0.0)
+    total = int(_run(script, reference, tmp_path / "ref-cache.sqlite", 0.0).split()[1])
     assert total >= 4
 
     out, cache = tmp_path / "graphs" / "idx", tmp_path / "cache.sqlite"
     proc = subprocess.Popen([sys.executable, str(script), str(out), str(cache), "1.0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 300
-    while _summaries(cache) < 2 and time.time() < deadline and proc.poll() is None:
+    while _llm_entries(cache) < 2 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = _summaries(cache)
+    done = _llm_entries(cache)
     assert 2 <= done < total, "the kill should land during the tree stage"
     assert not out.exists()  # nothing published
 
-    calls, hits = _run(script, out, cache, 0.0)
+    words = _run(script, out, cache, 0.0).split()
+    calls, hits = int(words[1]), int(words[3])
     assert hits >= done and calls == total - hits  # no finished summary was asked again
     assert _tree(out) == _tree(reference)
