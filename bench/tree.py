@@ -82,7 +82,8 @@ def _llm(path: Path, cache_path: Path | None, n_ctx: int = 4096):
     from tiny_graphrag.config import LLMConfig
     from tiny_graphrag.llm import CachedLLM, LlamaCppLLM
 
-    counting = Counting(LlamaCppLLM(LLMConfig(model=str(path), n_ctx=n_ctx)))
+    # One thread: on 2 shared cores llama.cpp's threads spin against each other (bench/answers.py does the same).
+    counting = Counting(LlamaCppLLM(LLMConfig(model=str(path), n_ctx=n_ctx, n_threads=1)))
     return CachedLLM(counting, CallCache(cache_path)), counting
 
 
@@ -130,7 +131,7 @@ def _subset(n_questions: int):
     return held, {t: corpus[t] for t in titles}
 
 
-def _add_tree(index: Path, llm, embedder) -> dict[str, Any]:
+def _add_tree(index: Path, llm, embedder, summary_tokens: int) -> dict[str, Any]:
     from tiny_graphrag.config import TreeConfig
     from tiny_graphrag.store import IndexStore
     from tiny_graphrag.tree import tree_stage
@@ -138,7 +139,8 @@ def _add_tree(index: Path, llm, embedder) -> dict[str, Any]:
     store = IndexStore(index)
     manifest = dict(store.manifest)
     t0 = time.perf_counter()
-    info = tree_stage(store, store.chunks(), llm, embedder, TreeConfig(enabled=True), progress=True)
+    info = tree_stage(store, store.chunks(), llm, embedder, TreeConfig(enabled=True, summary_tokens=summary_tokens),
+                      progress=True)
     info["seconds"] = rnd(time.perf_counter() - t0, 1)
     manifest.pop("files", None)
     manifest.pop("format_version", None)
@@ -147,7 +149,7 @@ def _add_tree(index: Path, llm, embedder) -> dict[str, Any]:
     return info
 
 
-def recall(n_questions: int, work: Path) -> dict[str, Any]:
+def recall(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]:
     from tiny_graphrag.embed import Embedder
     from tiny_graphrag.search.config import SearchConfig, TreeSearchConfig
     from tiny_graphrag.search.engine import QueryEngine
@@ -158,7 +160,7 @@ def recall(n_questions: int, work: Path) -> dict[str, Any]:
     embedder = Embedder()
     index = rev.build_passage_index(work / "hotpot" / "idx", corpus, embedder=embedder, extractor=None)
     llm, counting = _llm(SMOLLM, work / "hotpot" / "calls.sqlite")
-    tree_info = _add_tree(index, llm, embedder)
+    tree_info = _add_tree(index, llm, embedder, summary_tokens)
     rankings: dict[str, list[list[str]]] = {m: [] for m in ("naive_hybrid", "naive_context", "collapsed", "traversal")}
     with QueryEngine(index, embedder=embedder, config=SearchConfig(context_tokens=BUDGET)) as qe:
         title_of = {d.id: d.source.split(":", 1)[1] for d in qe.store.documents()}
@@ -214,13 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("what", choices=["cost", "recall", "carol"])
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000])
     p.add_argument("--questions", type=int, default=20)
+    p.add_argument("--summary-tokens", type=int, default=100, help="recall: output per summary (RAPTOR's default 100)")
     p.add_argument("--work", type=Path, help="scratch folder (default: a fresh temporary one, removed after)")
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-tree-"))
     try:
-        result = {"cost": lambda: cost(args.sizes, work), "recall": lambda: recall(args.questions, work),
+        result = {"cost": lambda: cost(args.sizes, work), "recall": lambda: recall(args.questions, work, args.summary_tokens),
                   "carol": lambda: carol(work)}[args.what]()
     finally:
         if args.work is None:

@@ -54,9 +54,9 @@ def test_over_budget_clusters_are_split_until_they_fit():
 
 
 def test_tiny_and_identical_layers_do_not_crash():
-    x, _ = _blobs(1, 3)
-    tiny = cluster_layer(x, [1, 1, 1], 100, CFG)  # too few rows for UMAP: the raw embeddings
-    assert set().union(*map(set, tiny)) == {0, 1, 2}
+    for n in (3, 6, 11, 12):  # too few rows for UMAP (the raw embeddings), then just enough
+        x, _ = _blobs(1, n)
+        assert set().union(*map(set, cluster_layer(x, [1] * n, 100, CFG))) == set(range(n))
     same = np.repeat(x[:1], 14, axis=0)  # a degenerate mixture: every row identical
     assert cluster_layer(same, [1] * 14, 100, CFG) == [list(range(14))]
     assert cluster_layer(x[:1], [1], 100, CFG) == [[0]]

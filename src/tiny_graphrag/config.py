@@ -119,7 +119,7 @@ class TreeConfig:
     # Text per summary prompt; an over-budget cluster is clustered again. RAPTOR used 3,500 with
     # 4k+ windows; less keeps a CPU's prompt processing short and fits n_ctx=4096 with room.
     cluster_tokens: int = 2000
-    summary_tokens: int = 200  # output per summary (RAPTOR's summaries average ~130 tokens)
+    summary_tokens: int = 100  # output per summary: RAPTOR's summarization_length (a cut-off one is retried)
     seed: int = 224  # RAPTOR's RANDOM_SEED: UMAP and the mixture are seeded, so a rebuild is identical
 
     def __post_init__(self) -> None:

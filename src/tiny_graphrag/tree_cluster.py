@@ -38,9 +38,9 @@ def require_libraries():
 def _reduce(x: np.ndarray, n_neighbors: int, dim: int, seed: int) -> np.ndarray:
     """UMAP to `dim` components, or the raw rows when the layer is too small for UMAP."""
     n = len(x)
+    if n <= dim + 1 or n_neighbors < 2:
+        return x  # a tiny layer (RAPTOR stops there): UMAP's layout needs more points than components
     dim = min(dim, n - 2)
-    if dim < 2 or n_neighbors < 2:
-        return x  # tiny layer: UMAP's spectral layout needs more points than components + 1
     umap, _ = require_libraries()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "n_jobs overridden by random_state": seeding is the point
