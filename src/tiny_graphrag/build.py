@@ -215,12 +215,16 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
         if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
             ex_config = replace(ex_config, spacy_label_map=dict(schema.spacy_labels))
         extractor = make_extractor(schema, ex_config, models_dir=config.models_dir)
-    if config.reports:
+    if config.reports or config.tree.enabled:
         # Load the report model now: a missing or broken GGUF must fail before hours of extraction.
         if llm is None:
             llm = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
         elif not isinstance(llm, CachedLLM):  # a bare backend: cached and counted like the configured model
             llm = CachedLLM(llm, cache)
+    if config.tree.enabled:
+        from .tree_cluster import require_libraries
+
+        require_libraries()  # a missing umap-learn fails now, not after the extraction
     with timer.stage("extract"):
         extractions = _extract_cached(extractor, chunks, cache, calls, progress)
 
@@ -272,6 +276,17 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
     elif config.reports:
         store.save_vectors("reports", [], embedder.embed([]))
 
+    tree_info: dict[str, Any] | None = None
+    if config.tree.enabled:
+        from .tree import tree_stage  # imports umap-learn and scikit-learn only when a tree is built
+
+        with timer.stage("tree"):
+            tree_info = tree_stage(store, chunks, llm, embedder, config.tree, progress=progress)
+        calls["tree_llm"], calls["tree_llm_cached"] = tree_info["llm_calls"], tree_info["llm_cached"]
+        llm_info = {"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx}
+        if tree_info["note"]:
+            warnings.append(tree_info["note"])
+
     with timer.stage("save"):
         store.save_graph(graph)
         entity_counts = Counter(d.get("type", "?") for _, d in graph.nodes(data=True))
@@ -301,6 +316,7 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
                 "extractor": extractor.describe(),
                 "embedder": embedder.describe(),
                 "llm": llm_info,
+                "tree": tree_info,  # None: built without a tree (`--tree` builds one)
                 "documents": [{"id": d.id, "source": d.source, "chars": len(d.text)} for d in docs],
                 "counts": {
                     "documents": len(docs), "chunks": len(chunks), "entities": graph.number_of_nodes(),

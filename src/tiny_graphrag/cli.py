@@ -87,6 +87,9 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--chat-format", help="llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
     b.add_argument("--n-ctx", type=_int_at_least(256), help="LLM context window in tokens (default 4096)")
     b.add_argument("--no-reports", action="store_true", help="skip community reports (no LLM needed)")
+    b.add_argument("--tree", action=argparse.BooleanOptionalAction, default=False,
+                   help="build a RAPTOR tree of recursive summaries for `query tree` (an LLM call per cluster; "
+                        "needs the 'tree' extra)")
     b.add_argument("--report-max-tokens", type=_int_at_least(1), help="output budget per community report (default 800)")
     b.add_argument("--report-context-tokens", type=_int_at_least(1),
                    help="context budget per community report (default: what --n-ctx leaves)")
@@ -109,10 +112,12 @@ def _build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true", help="print as JSON")
 
     q = sub.add_parser("query", help="ask a question of an index", **kw)
-    q.add_argument("mode", choices=["local", "global", "naive"], help="search mode")
+    q.add_argument("mode", choices=["local", "global", "naive", "tree"], help="search mode")
     q.add_argument("question", help="the question, in quotes")
     q.add_argument("--index", required=True, help="an index folder written by build")
     q.add_argument("--level", type=_int_at_least(0), help="community level for global search (default: chosen by size)")
+    q.add_argument("--strategy", choices=["collapsed", "traversal"],
+                   help="tree search: rank every layer at once (collapsed, the default) or walk down from the top")
     q.add_argument("--show-context", action="store_true", help="print the context the model saw")
     q.add_argument("--only-context", action="store_true", help="build the context without calling the LLM")
     q.add_argument("--stream", action="store_true",
@@ -222,6 +227,7 @@ def _build(args) -> int:
                                         "report_min_size": args.report_min_size}.items() if v is not None})
     com = replace(cfg.communities, **({} if args.max_cluster_size is None else {"max_cluster_size": args.max_cluster_size}))
     cfg = replace(cfg, extraction=ex, chunking=ch, llm=llm, communities=com, reports=not args.no_reports,
+                  tree=replace(cfg.tree, enabled=args.tree),
                   models_dir=args.models_dir, **({"embedder_model": args.embedder} if args.embedder else {}))
     result = build_index(args.inputs, args.out, schema=args.schema, config=cfg, progress=True, force=args.force)
     if args.json:
@@ -265,6 +271,7 @@ def index_info(path: str | Path, top: int = 5) -> dict:
             for r in reports[:top]
         ],
         "models": {"extractor": m.get("extractor"), "embedder": m.get("embedder"), "llm": m.get("llm")},
+        "tree": m.get("tree"),  # None: built without a RAPTOR tree
     }
     store.close()
     return info
@@ -291,7 +298,20 @@ def _info(args) -> int:
               f"(mean {lvl['mean_size']})")
     for r in info["top_reports"]:
         print(f"  [{r['rating']:.1f}] {r['title']} ({r['community']}, C{r['level']})")
+    _print_tree(info["tree"])
     return 0
+
+
+def _print_tree(tree: dict | None) -> None:
+    if not tree:
+        print("tree: none (build with --tree for `query tree`)")
+        return
+    layers = ", ".join(f"L{k}={v}" for k, v in sorted(tree["nodes_per_layer"].items(), key=lambda x: int(x[0])))
+    print(f"tree: nodes per layer {layers} (L0 = chunks); summary tokens: {tree['summary_tokens']}; "
+          f"LLM calls: {tree['llm_calls']} (+{tree['llm_cached']} from the cache)"
+          + (f"; {tree['fallback_summaries']} extracted (no usable summary)" if tree["fallback_summaries"] else ""))
+    if tree.get("note"):
+        print(f"  note: {tree['note']}")
 
 
 def _query(args) -> int:
@@ -300,10 +320,14 @@ def _query(args) -> int:
 
     if args.level is not None and args.mode != "global":
         raise InputError("--level is only for global search")
+    if args.strategy is not None and args.mode != "tree":
+        raise InputError("--strategy is only for tree search")
     config = SearchConfig(context_tokens=args.context_tokens)
     qe = QueryEngine(args.index, models_dir=args.models_dir, config=config)
     _change_llm(qe, model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx)
     kwargs = {"level": args.level} if args.mode == "global" else {}
+    if args.mode == "tree":
+        kwargs = {"strategy": args.strategy}
     stream = args.stream and not args.json and not args.only_context
     result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
     if args.show_context or args.only_context:
@@ -339,6 +363,8 @@ def _print_citations(result) -> None:
         "sources": {c.id: f"{Path(c.source).name or c.doc_id} chars {c.start}-{c.end}: \"{_snippet(c.text)}\""
                     for c in src.chunks},
         "reports": {r.id: f"{r.title} (community {r.community_id}, level {r.level})" for r in src.reports},
+        **({"reports": {r.id: f"tree {r.title}, covering Sources ({', '.join(map(str, covers[r.id]))})"
+                        for r in src.reports}} if (covers := result.details.get("summaries")) is not None else {}),
         "entities": {e.id: f"{e.name} ({e.type})" for e in src.entities},
         "relationships": {r.id: f"{r.head} -{r.label}-> {r.tail}" for r in src.relationships},
     }

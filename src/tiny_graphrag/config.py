@@ -103,6 +103,36 @@ class LLMConfig:
 
 
 @dataclass(frozen=True)
+class TreeConfig:
+    """RAPTOR's tree of recursive summaries (Sarthi et al. 2024; parthsarthi03/raptor's defaults).
+
+    Off by default: every cluster is a model call, and on 2 CPU cores the tree adds about as
+    much build time as the community reports (bench/tree.py, bench/RESULTS.md).
+    """
+
+    enabled: bool = False
+    reduction_dim: int = 10  # UMAP components (RAPTOR's reduction_dimension)
+    threshold: float = 0.1  # soft assignment: a node joins every cluster above this probability
+    max_clusters: int = 50  # BIC tries 1..this many Gaussian components (RAPTOR: 50)
+    max_layers: int = 5
+    stop_nodes: int = 10  # no layer above one of at most this many nodes (RAPTOR: reduction_dim + 1)
+    # Text per summary prompt; an over-budget cluster is clustered again. RAPTOR used 3,500 with
+    # 4k+ windows; less keeps a CPU's prompt processing short and fits n_ctx=4096 with room.
+    cluster_tokens: int = 2000
+    summary_tokens: int = 100  # output per summary: RAPTOR's summarization_length (a cut-off one is retried)
+    seed: int = 224  # RAPTOR's RANDOM_SEED: UMAP and the mixture are seeded, so a rebuild is identical
+
+    def __post_init__(self) -> None:
+        check_range("tree reduction_dim", self.reduction_dim, 2)
+        check_range("tree threshold", self.threshold, 0.0, 1.0)
+        check_range("tree max_clusters", self.max_clusters, 1)
+        check_range("tree max_layers", self.max_layers, 1)
+        check_range("tree stop_nodes", self.stop_nodes, 1)
+        check_range("tree cluster_tokens", self.cluster_tokens, 64)
+        check_range("tree summary_tokens", self.summary_tokens, 8)
+
+
+@dataclass(frozen=True)
 class BuildConfig:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
@@ -113,3 +143,4 @@ class BuildConfig:
     models_dir: str | None = None  # None: $TINY_GRAPHRAG_MODELS or ./models
     cache_dir: str | None = None  # None: <out_dir parent>/.cache
     reports: bool = True  # write community reports with the LLM (needs llama-cpp-python)
+    tree: TreeConfig = field(default_factory=TreeConfig)  # RAPTOR summaries (off by default: see TreeConfig)

@@ -117,3 +117,16 @@ class Report:
         for f in self.findings:
             lines.append(f"## {f.summary}\n\n{f.explanation}\n")
         return "\n".join(lines).strip()
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """A RAPTOR summary node (layer >= 1); the tree's leaves are the index's chunks (layer 0)."""
+
+    id: str  # "L<layer>.<n>"
+    layer: int
+    children: tuple[str, ...]  # node or chunk ids one step down
+    chunks: tuple[str, ...]  # every chunk it covers, in index order
+    text: str  # the summary
+    tokens: int  # its length in the LLM's tokens
+    fallback: bool = False  # True when the model gave no usable summary and the text is extracted

@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import IndexFormatError
 from .placement import INDEX_FILES, MANIFEST, STAGING_MARKER
-from .records import Chunk, Community, Document, Finding, Report
+from .records import Chunk, Community, Document, Finding, Report, TreeNode
 
 FORMAT_VERSION = 1
 GRAPH = "graph.pkl"
@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS communities (
     children TEXT NOT NULL, nodes TEXT NOT NULL, edges TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS reports (
     community_id TEXT PRIMARY KEY, level INTEGER NOT NULL, rating REAL NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tree_nodes (id TEXT PRIMARY KEY, layer INTEGER NOT NULL, body TEXT NOT NULL);
 """
 
 _FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -276,6 +277,26 @@ class IndexStore:
             d = json.loads(body)
             d["findings"] = tuple(Finding(**f) for f in d.get("findings", ()))
             out.append(Report(**d))
+        return out
+
+    # ---- RAPTOR tree (its summary vectors are the "tree" vectors) --------------------------
+    def save_tree(self, nodes: Sequence[TreeNode]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO tree_nodes (id, layer, body) VALUES (?, ?, ?)",
+                [(n.id, n.layer, json.dumps(asdict(n), ensure_ascii=False)) for n in nodes],
+            )
+
+    def tree(self) -> list[TreeNode]:
+        """The summary nodes, lowest layer first ([] for an index without a tree)."""
+        try:
+            rows = self._db.execute("SELECT body FROM tree_nodes ORDER BY layer, rowid").fetchall()
+        except sqlite3.OperationalError:  # an index written before trees existed has no such table
+            return []
+        out = []
+        for (body,) in rows:
+            d = json.loads(body)
+            out.append(TreeNode(**{**d, "children": tuple(d["children"]), "chunks": tuple(d["chunks"])}))
         return out
 
     # ---- vectors --------------------------------------------------------------------------

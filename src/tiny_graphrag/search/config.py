@@ -98,11 +98,29 @@ class NaiveConfig:
 
 
 @dataclass(frozen=True)
+class TreeSearchConfig:
+    """RAPTOR tree search. "collapsed" ranks every node of every layer; "traversal" keeps the
+    `top_k` best children at each layer from the top down (RAPTOR's defaults: collapsed, top_k 5)."""
+
+    strategy: str = "collapsed"
+    top_k: int = 5
+    # RAPTOR's best collapsed setting was ~2,000 tokens of context; a smaller n_ctx caps it.
+    context_tokens: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.strategy not in ("collapsed", "traversal"):
+            raise ValueError(f"tree strategy must be 'collapsed' or 'traversal', got {self.strategy!r}")
+        if self.top_k < 1 or self.context_tokens < 1:
+            raise ValueError("tree top_k and context_tokens must be >= 1")
+
+
+@dataclass(frozen=True)
 class SearchConfig:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     local: LocalConfig = field(default_factory=LocalConfig)
     global_: GlobalConfig = field(default_factory=GlobalConfig)
     naive: NaiveConfig = field(default_factory=NaiveConfig)
+    tree: TreeSearchConfig = field(default_factory=TreeSearchConfig)
     answer_max_tokens: int = 500  # the final answer's output tokens
     context_tokens: int | None = None  # None: what fits in n_ctx after the prompt and the answer
     n_ctx: int | None = None  # None: the LLM's window, else the index's LLM config, else 4096

@@ -34,7 +34,7 @@ from ..llm import LLM, CachedLLM, open_llm
 from ..models import choose_device
 from ..store import IndexStore
 from .answer import SearchRun, check_query
-from .config import GlobalConfig, LocalConfig, NaiveConfig, SearchConfig
+from .config import GlobalConfig, LocalConfig, NaiveConfig, SearchConfig, TreeSearchConfig
 from .global_search import GlobalIndex, search_global
 from .graph_index import GraphIndex
 from .linking import EntityLinker
@@ -245,6 +245,20 @@ class QueryEngine:
         the answer then says the index holds nothing relevant)."""
         return search_global(self, check_query(query), level, config or self.config.global_,
                              only_context=only_context, stream=stream)
+
+
+    def tree_search(
+        self, query: str, *, strategy: str | None = None, only_context: bool = False, stream: bool = False,
+        config: TreeSearchConfig | None = None,
+    ) -> SearchResult | StreamingResult:
+        """RAPTOR: the tree's summaries and chunks most similar to the query ("collapsed": all
+        layers at once; "traversal": top-down), packed into the budget, then one answer call."""
+        from .tree_search import search_tree
+
+        config = config or self.config.tree
+        if strategy is not None:
+            config = dataclasses.replace(config, strategy=strategy)
+        return search_tree(self, check_query(query), config, only_context=only_context, stream=stream)
 
 
 def _llm_config_from(data: dict | None) -> LLMConfig:

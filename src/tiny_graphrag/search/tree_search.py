@@ -1,0 +1,141 @@
+"""RAPTOR tree search: rank tree nodes (summaries and chunks) by similarity, pack them, answer once.
+
+- collapsed (RAPTOR's default and its best): every node of every layer competes for the budget;
+- traversal: from the top layer down, the `top_k` most similar nodes of each layer, then their
+  children; the nodes kept on the way are packed, most similar first.
+Summaries are shown as a "Reports" table and chunks as a "Sources" table, so citations use the
+existing kinds; the result's sources also hold every chunk a shown summary covers, and
+`details["summaries"]` maps each summary's id to those chunks' ids, so a cited summary resolves
+to document text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+from ..records import TreeNode
+from ..tables import Count, row
+from .config import TreeSearchConfig
+from .context import (REPORT_HEADER, SOURCE_HEADER, BuiltContext, join_sections, source_chunk)
+from .prompts import answer_messages
+from .result import SearchResult, SourceReport, Sources, StreamingResult
+from .vectors import VectorIndex
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from .engine import QueryEngine
+
+TREE_CITATIONS = "[Data: Sources (ids); Reports (ids)]"
+
+
+@dataclass(frozen=True)
+class TreeIndex:
+    nodes: dict[str, TreeNode]  # the summaries by id
+    vectors: VectorIndex  # their embeddings
+    roots: tuple[str, ...]  # the top: nodes (summaries or chunks) that are nobody's child
+
+    @classmethod
+    def load(cls, engine: QueryEngine) -> TreeIndex:
+        if not engine.store.manifest.get("tree"):
+            raise InputError(
+                f"the index {engine.path} has no RAPTOR tree: it was built without one. Rebuild it with "
+                "`tiny-graphrag build FILE... --out DIR --tree` (in Python: BuildConfig(tree=TreeConfig(enabled=True)))"
+            )
+        nodes = {n.id: n for n in engine.store.tree()}
+        ids, matrix = engine.store.vectors("tree")
+        children = {c for n in nodes.values() for c in n.children}
+        roots = tuple(i for i in [*nodes, *engine.chunk_vectors.ids] if i not in children)
+        return cls(nodes, VectorIndex(ids, matrix, device=engine.device), roots)
+
+
+def rank_nodes(tree: TreeIndex, chunk_vectors: VectorIndex, qvec: np.ndarray,
+               config: TreeSearchConfig) -> list[tuple[str, float]]:
+    """Node ids (summary or chunk), most similar first, as the strategy selects them."""
+    sims = dict(zip(tree.vectors.ids, map(float, tree.vectors.similarities(qvec))))
+    sims.update(zip(chunk_vectors.ids, map(float, chunk_vectors.similarities(qvec))))
+    if config.strategy == "collapsed":
+        chosen = list(sims)
+    else:
+        chosen, layer = [], list(tree.roots)
+        while layer:
+            best = sorted(layer, key=lambda i: -sims[i])[: config.top_k]
+            chosen += best
+            layer = list(dict.fromkeys(c for i in best if i in tree.nodes for c in tree.nodes[i].children))
+    return sorted(((i, sims[i]) for i in dict.fromkeys(chosen)), key=lambda x: -x[1])
+
+
+def _pack(items: list[tuple[str, str, object]], budget: int, count: Count) -> tuple[str, list, int]:
+    """Rows of the Reports and Sources tables in rank order while they fit, measured whole at the end."""
+    heads = {"Reports": f"-----Reports-----\n{REPORT_HEADER}", "Sources": f"-----Sources-----\n{SOURCE_HEADER}"}
+
+    def render(kept: list) -> str:
+        return join_sections(
+            [heads[k] + "\n" + "\n".join(t for kind, t, _ in kept if kind == k) for k in heads
+             if any(kind == k for kind, _, _ in kept)])
+
+    kept, used = [], 0
+    for kind, text, payload in items:
+        cost = count(text + "\n") + (0 if any(k == kind for k, _, _ in kept) else count(heads[kind] + "\n\n"))
+        if used + cost <= budget:
+            kept.append((kind, text, payload))
+            used += cost
+    while kept:
+        text = render(kept)
+        n = count(text)
+        if n <= budget:
+            return text, kept, n
+        kept.pop()
+    return "", [], 0
+
+
+def build_tree_context(engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[str, float]], budget: int,
+                       count: Count) -> BuiltContext:
+    """The ranked nodes that fit in `budget`: summaries as Reports rows, chunks as Sources rows."""
+    items: list[tuple[str, str, object]] = []
+    for nid, _ in ranked:
+        node = tree.nodes.get(nid)
+        if node is None:
+            chunk, sid = engine.store.chunk(nid), engine.sid_of[nid]
+            items.append(("Sources", row(sid, chunk.text), source_chunk(chunk, sid)))
+        else:
+            rid = sum(1 for kind, _, _ in items if kind == "Reports") + 1
+            title = f"summary of {len(node.chunks)} passages (layer {node.layer})"
+            items.append(("Reports", row(rid, title, node.text), SourceReport(rid, nid, node.layer, title, 0.0, node.text)))
+    text, kept, n = _pack(items, budget, count)
+    shown = [p for kind, _, p in kept if kind == "Sources"]
+    summaries = [p for kind, _, p in kept if kind == "Reports"]
+    # Chunks reached, in rank order: a chunk shown, or the chunks a shown summary covers.
+    reached = list(dict.fromkeys(
+        c for kind, _, p in kept for c in ([p.chunk_id] if kind == "Sources" else tree.nodes[p.community_id].chunks)))
+    seen = {c.chunk_id for c in shown}
+    extra = [source_chunk(engine.store.chunk(c), engine.sid_of[c]) for c in reached if c not in seen]
+    return BuiltContext(
+        text, Sources(chunks=tuple(shown + extra), reports=tuple(summaries)), n, budget,
+        details={"summaries": {s.id: [engine.sid_of[c] for c in tree.nodes[s.community_id].chunks] for s in summaries},
+         "reached": reached},
+    )
+
+
+def search_tree(engine: QueryEngine, query: str, config: TreeSearchConfig, *, only_context: bool,
+                stream: bool) -> SearchResult | StreamingResult:
+    tree = TreeIndex.load(engine)
+    run = engine.begin("tree", query, only_context=only_context)
+    answer_tokens = engine.config.answer_max_tokens
+    room = min(run.room(answer_messages("", query, TREE_CITATIONS), answer_tokens, "answer"), config.context_tokens)
+    with run.timer("embed_query"):
+        qvec = engine.embed_query(query)
+    with run.timer("retrieve"):
+        ranked = rank_nodes(tree, engine.chunk_vectors, qvec, config)
+    with run.timer("context"):
+        relevant = bool(ranked) and ranked[0][1] >= engine.config.naive.min_similarity
+        built = build_tree_context(engine, tree, ranked if relevant else [], room, run.counter)
+    run.details.update(budget=room, strategy=config.strategy, ranking=ranked[:10], **built.details)
+    if not tree.nodes:
+        run.notes.append("the index's tree has no summaries (too few chunks): tree search ranked the chunks alone")
+    if only_context:
+        return run.result(built)
+    messages = answer_messages(built.text, query, TREE_CITATIONS) if not built.empty else None
+    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream)
