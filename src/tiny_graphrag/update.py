@@ -13,12 +13,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from pathlib import Path
 from typing import Any, Sequence
 
 from .build import BuildResult, BuildSummary, build_index
 from .config import BuildConfig, ChunkingConfig, CommunityConfig, ExtractionConfig, LLMConfig, ResolutionConfig
-from .documents import LoadedInputs, collect_documents
+from .documents import LoadedInputs, collect_documents, is_path_string
 from .errors import InputError
+from .placement import check_output
 from .schema import Schema
 from .store import IndexStore
 
@@ -43,6 +45,10 @@ class Index(IndexStore):
     def add(self, items: Items, *, progress: bool = False, **models: Any) -> BuildResult:
         """Index new files, directories or texts; a file whose content changed is re-indexed.
         Inputs already indexed are a no-op (logged)."""
+        if isinstance(items, (str, os.PathLike)):
+            items = [items]
+        # Inputs inside the index would be replaced with it: refused, as by build.
+        check_output(self.path, [Path(i) for i in items if isinstance(i, os.PathLike) or is_path_string(i)])
         loaded = collect_documents(items)
         known = {d.id for d in self.documents()}
         for doc in loaded.documents:
