@@ -244,6 +244,9 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
     store.add_documents(docs)
     store.add_chunks(chunks)
 
+    if previous is not None:  # schema and config first: a difference is named before any model loads
+        check_settings(previous.manifest["settings"], settings(schema.to_dict(), config, {}, {}, None),
+                       str(previous.path), only=("schema.", "config."))
     if extractor is None:
         ex_config = config.extraction
         if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]

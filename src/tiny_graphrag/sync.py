@@ -62,9 +62,11 @@ def settings(schema: Mapping[str, Any], config: Any, extractor: Mapping[str, Any
     return {k: v for k, v in flat.items() if k.rsplit(".", 1)[-1] != "path"}
 
 
-def check_settings(index: Mapping[str, Any], given: Mapping[str, Any], where: str) -> None:
-    """Refuse an update whose settings differ from the index's, naming each difference."""
-    diff = [k for k in sorted(set(index) | set(given)) if index.get(k) != given.get(k)]
+def check_settings(index: Mapping[str, Any], given: Mapping[str, Any], where: str,
+                   only: tuple[str, ...] = ("",)) -> None:
+    """Refuse an update whose settings (those starting with one of `only`) differ from the index's,
+    naming each difference."""
+    diff = [k for k in sorted(set(index) | set(given)) if k.startswith(only) and index.get(k) != given.get(k)]
     if diff:
         shown = "; ".join(f"{k}: index has {index.get(k)!r}, given {given.get(k)!r}" for k in diff[:5])
         more = f" (and {len(diff) - 5} more)" if len(diff) > 5 else ""
