@@ -127,6 +127,7 @@ def test_add_then_remove_equals_a_fresh_build_and_unchanged_reports_cost_no_call
     assert calls["llm_cached"] >= len(untouched)
     reports = {r.community_id: r for r in index.reports()}
     assert all(reports[c.id] == old_reports[c.id] for c in untouched)
+    assert 0 < changes["reports"]["added"] <= len(reports) - len(untouched)  # only changed ones rewritten
     assert changes["communities"]["added"] > 0 and len(old_comms & {c.id for c in index.communities()}) > 0
 
     removed = index.remove(str(docs / "a.txt"))

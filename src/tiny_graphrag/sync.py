@@ -77,7 +77,7 @@ def check_settings(index: Mapping[str, Any], given: Mapping[str, Any], where: st
 
 
 def changes(old, new, model_calls: Mapping[str, int]) -> dict[str, Any]:
-    """What an update changed: added/removed documents, chunks, entities, relations, communities."""
+    """What an update changed: added/removed documents, chunks, entities, relations, communities, reports."""
 
     def diff(a: set, b: set) -> dict[str, int]:
         return {"added": len(b - a), "removed": len(a - b)}
@@ -89,6 +89,9 @@ def changes(old, new, model_calls: Mapping[str, int]) -> dict[str, Any]:
         "entities": diff(set(og.nodes), set(ng.nodes)),
         "relations": diff(set(og.edges(keys=True)), set(ng.edges(keys=True))),
         "communities": diff({c.id for c in old.communities()}, {c.id for c in new.communities()}),
+        # a report is "added" when its community or its text is new: written anew, not kept
+        "reports": diff({(r.community_id, r.text()) for r in old.reports()},
+                        {(r.community_id, r.text()) for r in new.reports()}),
         "report_model_calls": model_calls.get("llm", 0),  # reports that missed the cache (retries count)
     }
 

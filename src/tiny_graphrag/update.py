@@ -126,6 +126,6 @@ def _unchanged(store: IndexStore) -> BuildSummary:
         relations_per_label={}, merged_aliases=0, dropped_relations={}, communities_per_level={},
         reports=counts.get("reports", 0), seconds_per_stage={}, model_calls={},
         warnings=("every input is already indexed: nothing was changed",),
-        changes={k: dict(zero) for k in ("documents", "chunks", "entities", "relations", "communities")},
+        changes={k: dict(zero) for k in ("documents", "chunks", "entities", "relations", "communities", "reports")},
     )
 
