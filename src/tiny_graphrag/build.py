@@ -27,7 +27,7 @@ from .communities import hierarchical_communities
 from .config import BuildConfig
 from .documents import LoadedInputs, collect_documents, is_path_string
 from .embed import CachedEmbedder, Embedder, TextEmbedder
-from .errors import IndexFormatError, InputError, TinyGraphRAGError
+from .errors import InputError, TinyGraphRAGError
 from .extract.base import Extractor, make_extractor
 from .graph import build_graph
 from .llm import LLM, CachedLLM, open_llm
@@ -38,8 +38,8 @@ from .report_context import SourceText
 from .reports import generate_reports
 from .resolve import resolve_aliases
 from .schema import Schema
-from .store import FORMAT_VERSION, IndexStore
-from .sync import changes, check_settings, plan, settings
+from .store import IndexStore
+from .sync import changes, check_settings, plan, previous_index, settings
 
 log = logging.getLogger(__name__)
 
@@ -167,25 +167,12 @@ def build_index(
         Path(i) for i in inputs if isinstance(i, os.PathLike) or is_path_string(i)]
     out_dir = check_output(Path(out_dir), paths, force=force)
     with index_lock(out_dir):  # one writer per index; a second fails with a clear message
-        previous = _previous_index(out_dir) if is_index(out_dir) and not force else None
+        previous = previous_index(out_dir) if is_index(out_dir) and not force else None
         try:
             return _build(inputs, out_dir, schema, config, extractor, embedder, llm, progress, force, previous, sync)
         finally:
             if previous is not None:
                 previous.close()
-
-
-def _previous_index(out_dir: Path) -> IndexStore:
-    """The index an update starts from, refused when it predates updatable indexes."""
-    store = IndexStore.open(out_dir)
-    if store.manifest.get("format_version") != FORMAT_VERSION or "settings" not in store.manifest:
-        store.close()
-        raise IndexFormatError(
-            f"the index {out_dir} has format version {store.manifest.get('format_version')} (tiny-graphrag "
-            f"{store.manifest.get('library_version', '?')}); only version {FORMAT_VERSION} indexes can be updated. "
-            "It can still be queried; to update it, rebuild it once with --force (force=True)"
-        )
-    return store
 
 
 def _build(inputs, out_dir: Path, schema: Schema, config: BuildConfig, extractor, embedder, llm, progress: bool,

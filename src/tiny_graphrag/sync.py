@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigError
+from .errors import ConfigError, IndexFormatError
 from .records import Document
+from .store import FORMAT_VERSION, IndexStore
 
 # Config fields that say where or how fast something runs, not what is built: they may differ
 # between a build and its update. Model names are covered by their files' fingerprints.
@@ -33,6 +35,19 @@ class Plan:
     added: tuple[str, ...]  # ids
     removed: tuple[str, ...]  # ids (a changed file's old version included)
     already_indexed: tuple[str, ...]  # sources of inputs the index already holds unchanged
+
+
+def previous_index(out_dir: Path) -> IndexStore:
+    """The index an update starts from, refused when it predates updatable indexes."""
+    store = IndexStore.open(out_dir)
+    if store.manifest.get("format_version") != FORMAT_VERSION or "settings" not in store.manifest:
+        store.close()
+        raise IndexFormatError(
+            f"the index {out_dir} has format version {store.manifest.get('format_version')} (tiny-graphrag "
+            f"{store.manifest.get('library_version', '?')}); only version {FORMAT_VERSION} indexes can be updated. "
+            "It can still be queried; to update it, rebuild it once with --force (force=True)"
+        )
+    return store
 
 
 def plan(old: Sequence[Document], new: Sequence[Document], *, sync: bool) -> Plan:
@@ -76,7 +91,7 @@ def check_settings(index: Mapping[str, Any], given: Mapping[str, Any], where: st
         )
 
 
-def changes(old, new, model_calls: Mapping[str, int]) -> dict[str, Any]:
+def changes(old: IndexStore, new: IndexStore, model_calls: Mapping[str, int]) -> dict[str, Any]:
     """What an update changed: added/removed documents, chunks, entities, relations, communities, reports."""
 
     def diff(a: set, b: set) -> dict[str, int]:
