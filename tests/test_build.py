@@ -107,7 +107,7 @@ def test_bad_inputs(tmp_path, embedder):
 def test_manifest_records_models_schema_and_settings(tmp_path, embedder):
     result = _build(tmp_path, embedder)
     m = json.loads((Path(result.path) / "manifest.json").read_text())
-    assert m["format_version"] == 1 and m["schema"]["entity_types"] == SCHEMA["entity_types"]
+    assert m["format_version"] == 2 and m["schema"]  # 2 since issue 14 (content-derived ids)["entity_types"] == SCHEMA["entity_types"]
     assert m["config"]["chunking"] == {"max_tokens": 24, "overlap_tokens": 0}
     assert m["extractor"]["name"] == "keyword-fake" and m["embedder"]["fingerprint"]
     assert {"graph.pkl", "index.sqlite", "vectors/chunks.npy"} <= set(m["files"])

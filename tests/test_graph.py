@@ -227,17 +227,26 @@ def test_parallel_relations_and_direction_kept() -> None:
     assert spouse["weight"] == len(spouse["provenance"]) == 2 and spouse["label"] == "spouse of"
 
 
-def test_hids_are_dense_and_sorted() -> None:
+def test_hids_are_content_derived_and_sorted() -> None:
+    # (Was test_hids_are_dense_and_sorted: hids were 0..N-1; issue 14 made them content-derived.)
     g = one_chunk_graph(
         "Zoe met Adam at Acme in Berlin.",
         {"z": ("Zoe", "Person", 0), "a": ("Adam", "Person", 0), "o": ("Acme", "Organization", 0),
          "b": ("Berlin", "Location", 0)},
         [("z", "o", "works for"), ("a", "o", "works for"), ("o", "b", "located in")],
     )
-    assert [(k, d["hid"]) for k, d in g.nodes(data=True)] == [(k, i) for i, k in enumerate(sorted(g))]
+    assert [k for k in g] == sorted(g)
     edges = list(g.edges(keys=True, data=True))
     assert [(u, v, k) for u, v, k, _ in edges] == sorted((u, v, k) for u, v, k, _ in edges)
-    assert [d["hid"] for *_, d in edges] == list(range(len(edges)))
+    assert len({d["hid"] for _, d in g.nodes(data=True)}) == len(g) and len({d["hid"] for *_, d in edges}) == 3
+    # A smaller graph (one entity and its relation gone) keeps every other hid.
+    h = one_chunk_graph(
+        "Zoe met Adam at Acme in Berlin.",
+        {"z": ("Zoe", "Person", 0), "o": ("Acme", "Organization", 0), "b": ("Berlin", "Location", 0)},
+        [("z", "o", "works for"), ("o", "b", "located in")],
+    )
+    assert all(h.nodes[k]["hid"] == g.nodes[k]["hid"] for k in h)
+    assert all(h.edges[e]["hid"] == g.edges[e]["hid"] for e in h.edges(keys=True))
     assert g.graph["schema"] == SCHEMA.to_dict() and g.graph["merges"] == []
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from tiny_graphrag.config import ResolutionConfig
 from tiny_graphrag.graph import assign_hids, build_graph, load_graph, normalize_name, save_graph
-from tiny_graphrag.records import Chunk, EntityMention, Extraction, Merge, RelationMention
+from tiny_graphrag.records import Chunk, EntityMention, Extraction, Merge, RelationMention, short_ids
 from tiny_graphrag.merge import merge_nodes, merges, undo_merge
 from tiny_graphrag.resolve import resolve_aliases
 from tiny_graphrag.schema import Schema
@@ -82,8 +82,9 @@ def test_obama_aliases_merge_into_one_person() -> None:
     ]
     works = g.edges["barack obama", "united nations", "works for"]
     assert works["weight"] == len(works["provenance"]) == 3 and works["label"] == "works for"
-    assert [d["hid"] for _, d in g.nodes(data=True)] == list(range(g.number_of_nodes()))
-    assert sorted(d["hid"] for *_, d in g.edges(keys=True, data=True)) == list(range(g.number_of_edges()))
+    # hids are content-derived since issue 14 (were 0..N-1): the merged graph's are those of its keys.
+    assert {k: d["hid"] for k, d in g.nodes(data=True)} == short_ids(g.nodes)
+    assert {(u, v, k): d["hid"] for u, v, k, d in g.edges(keys=True, data=True)} == short_ids(g.edges(keys=True))
 
 
 def test_canonical_has_most_mentions() -> None:

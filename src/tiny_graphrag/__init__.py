@@ -13,7 +13,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "build_index": "tiny_graphrag.build",
     "BuildResult": "tiny_graphrag.build",
-    "load_index": "tiny_graphrag.store",
+    "load_index": "tiny_graphrag.update",
+    "Index": "tiny_graphrag.update",
     "IndexStore": "tiny_graphrag.store",
     "QueryEngine": "tiny_graphrag.search.engine",
     "Schema": "tiny_graphrag.schema",
@@ -33,7 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import BuildConfig, ChunkingConfig, CommunityConfig, ExtractionConfig, LLMConfig, ResolutionConfig
     from .schema import RelationType, Schema
     from .search.engine import QueryEngine
-    from .store import IndexStore, load_index
+    from .store import IndexStore
+    from .update import Index, load_index
 
 
 def __getattr__(name: str) -> Any:

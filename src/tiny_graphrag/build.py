@@ -25,20 +25,21 @@ from .cache import CallCache, cache_key
 from .chunking import chunk_documents
 from .communities import hierarchical_communities
 from .config import BuildConfig
-from .documents import collect_documents, is_path_string
-from .embed import Embedder, TextEmbedder, document_title, titled
+from .documents import LoadedInputs, collect_documents, is_path_string
+from .embed import CachedEmbedder, Embedder, TextEmbedder, document_title, titled
 from .errors import InputError, TinyGraphRAGError
 from .extract.base import Extractor, make_extractor
 from .graph import build_graph
 from .llm import LLM, CachedLLM, open_llm
 from .models import choose_device
-from .placement import check_output, clean_stale_staging, disk_full_error, publish, staging_dir
+from .placement import check_output, clean_stale_staging, disk_full_error, index_lock, is_index, publish, staging_dir
 from .records import Chunk, EntityMention, Extraction, RelationMention
 from .report_context import SourceText
 from .reports import generate_reports
 from .resolve import resolve_aliases
 from .schema import Schema
 from .store import IndexStore
+from .sync import changes, check_settings, plan, previous_index, settings
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class BuildSummary:
     warnings: tuple[str, ...] = ()
     skipped_files: tuple[str, ...] = ()  # files of unsupported types in the input folders
     fallback_reports: int = 0  # reports built from the data because the model's output was unusable
+    changes: dict[str, Any] | None = None  # an update of an existing index: what it added and removed (sync.changes)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,6 +88,10 @@ class BuildSummary:
             "model calls: " + ", ".join(f"{k}={v}" for k, v in self.model_calls.items()),
             "seconds per stage: " + ", ".join(f"{k}={v:.1f}" for k, v in self.seconds_per_stage.items()),
         ]
+        if self.changes:
+            lines.append("changes: " + ", ".join(
+                f"{k} +{v['added']}/-{v['removed']}" if isinstance(v, dict) else f"{k}={v}"
+                for k, v in self.changes.items()))
         lines += [f"warning: {w}" for w in self.warnings]
         lines += [f"skipped (unsupported type): {f}" for f in self.skipped_files]
         return "\n".join(lines)
@@ -138,6 +144,7 @@ def build_index(
     llm: LLM | None = None,
     progress: bool = True,
     force: bool = False,
+    sync: bool = False,
 ) -> BuildResult:
     """Build an index of `inputs` (paths, directories, or raw text strings) into `out_dir`.
 
@@ -145,15 +152,31 @@ def build_index(
     schema file path, a mapping, or given as `entity_types` (+ `relation_types`). `extractor`,
     `embedder` and `llm` may be passed as ready objects (they are then not loaded from config).
 
-    `out_dir` may be new, an empty folder or an existing index, which is replaced once the new
-    one is complete; anything else is refused before any work starts (with `force`, also an
-    unfinished index is replaced). Nothing outside the index is ever removed or overwritten.
+    `out_dir` may be new, an empty folder or an existing index; anything else is refused before
+    any work starts. An existing index is updated: its documents stay, new and changed inputs are
+    indexed, and with `sync` documents not among the inputs are removed; only changed content
+    costs model calls, and the result equals a fresh build of the final documents. The settings
+    must be the index's (else the difference is named); `force` instead rebuilds it from scratch
+    with the settings given (and also replaces an unfinished index). The new version is published
+    only when complete. Nothing outside the index is ever removed or overwritten.
     """
     schema = _resolve_schema(schema, entity_types, relation_types)
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    paths = [Path(i) for i in inputs if isinstance(i, os.PathLike) or is_path_string(i)]
+    paths = [] if isinstance(inputs, LoadedInputs) else [
+        Path(i) for i in inputs if isinstance(i, os.PathLike) or is_path_string(i)]
     out_dir = check_output(Path(out_dir), paths, force=force)
+    with index_lock(out_dir):  # one writer per index; a second fails with a clear message
+        previous = previous_index(out_dir) if is_index(out_dir) and not force else None
+        try:
+            return _build(inputs, out_dir, schema, config, extractor, embedder, llm, progress, force, previous, sync)
+        finally:
+            if previous is not None:
+                previous.close()
+
+
+def _build(inputs, out_dir: Path, schema: Schema, config: BuildConfig, extractor, embedder, llm, progress: bool,
+           force: bool, previous: IndexStore | None, sync: bool) -> BuildResult:
     if config.extraction.device not in (None, "cpu"):
         choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
     clean_stale_staging(out_dir)
@@ -165,7 +188,7 @@ def build_index(
         shutil.rmtree(tmp, ignore_errors=True)
         raise disk_full_error(exc, cache_path.parent) or exc
     try:
-        summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress)
+        summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress, previous, sync)
         publish(tmp, out_dir, force=force)
     except BaseException as exc:  # Ctrl-C included: never leave a half-written index behind
         shutil.rmtree(tmp, ignore_errors=True)
@@ -188,16 +211,22 @@ def _resolve_schema(schema, entity_types, relation_types) -> Schema:
     return Schema.load(schema)
 
 
-def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config: BuildConfig, cache: CallCache,
-         extractor: Extractor | None, embedder: TextEmbedder | None, llm: LLM | None, progress: bool) -> BuildSummary:
+def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: Schema, config: BuildConfig,
+         cache: CallCache, extractor: Extractor | None, embedder: TextEmbedder | None, llm: LLM | None,
+         progress: bool, previous: IndexStore | None = None, sync: bool = False) -> BuildSummary:
 
     timer = _Timer()
     warnings: list[str] = []
     calls: dict[str, int] = {}
 
     with timer.stage("read"):
-        loaded = collect_documents(inputs)
+        loaded = inputs if isinstance(inputs, LoadedInputs) else collect_documents(inputs)
         docs = loaded.documents
+        if previous is not None:  # an update: the index's documents with the inputs' changes
+            update = plan(previous.documents(), docs, sync=sync)
+            docs = update.documents
+            log.info("update: %d document(s) to add, %d to remove, %d already indexed", len(update.added),
+                     len(update.removed), len(update.already_indexed))
     if loaded.skipped:
         warnings.append(f"skipped {len(loaded.skipped)} file(s) of unsupported types (convert them to .txt/.md "
                         "to index them); the summary lists them")
@@ -210,6 +239,9 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
     store.add_documents(docs)
     store.add_chunks(chunks)
 
+    if previous is not None:  # schema and config first: a difference is named before any model loads
+        check_settings(previous.manifest["settings"], settings(schema.to_dict(), config, {}, {}, None),
+                       str(previous.path), only=("schema.", "config."))
     if extractor is None:
         ex_config = config.extraction
         if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
@@ -225,11 +257,17 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
         from .tree_cluster import require_libraries
 
         require_libraries()  # a missing umap-learn fails now, not after the extraction
-    with timer.stage("extract"):
-        extractions = _extract_cached(extractor, chunks, cache, calls, progress)
-
     if embedder is None:
         embedder = Embedder(config.embedder_model, models_dir=config.models_dir, device=config.extraction.device)
+    embedder = CachedEmbedder(embedder, cache)  # an update embeds only new texts
+    llm_info = ({"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx}
+                if config.reports or config.tree.enabled else None)
+    current = settings(schema.to_dict(), config, extractor.describe(), embedder.describe(), llm_info)
+    if previous is not None:  # before any model call: an index never mixes two settings
+        check_settings(previous.manifest["settings"], current, str(previous.path))
+
+    with timer.stage("extract"):
+        extractions = _extract_cached(extractor, chunks, cache, calls, progress)
 
     with timer.stage("graph"):
         graph = build_graph(chunks, extractions, schema)
@@ -256,7 +294,6 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
         store.save_communities(communities)
 
     reports = []
-    llm_info: dict[str, Any] | None = None
     if config.reports and communities:
         calls_before, hits_before = llm.calls, llm.cache_hits
         with timer.stage("reports"):
@@ -272,7 +309,6 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
             store.save_vectors("reports", [r.community_id for r in reports], embedder.embed([r.text() for r in reports]))
         calls["llm"] = llm.calls - calls_before
         calls["llm_cached"] = llm.cache_hits - hits_before
-        llm_info = {"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx}
     elif config.reports:
         store.save_vectors("reports", [], embedder.embed([]))
 
@@ -280,13 +316,13 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
     if config.tree.enabled:
         from .tree import tree_stage  # imports umap-learn and scikit-learn only when a tree is built
 
-        with timer.stage("tree"):
+        with timer.stage("tree"):  # an update re-summarizes only clusters whose text is new (call cache)
             tree_info = tree_stage(store, chunks, llm, embedder, config.tree, progress=progress)
         calls["tree_llm"], calls["tree_llm_cached"] = tree_info["llm_calls"], tree_info["llm_cached"]
-        llm_info = {"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx}
         if tree_info["note"]:
             warnings.append(tree_info["note"])
 
+    calls["embedding"], calls["embedding_cached"] = embedder.calls, embedder.cache_hits
     with timer.stage("save"):
         store.save_graph(graph)
         entity_counts = Counter(d.get("type", "?") for _, d in graph.nodes(data=True))
@@ -306,6 +342,7 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
             warnings=tuple(warnings),
             skipped_files=loaded.skipped,
             fallback_reports=sum(1 for r in reports if r.fallback),
+            changes=changes(previous, store, calls) if previous is not None else None,
         )
         store.write_manifest(
             {
@@ -317,6 +354,7 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
                 "embedder": embedder.describe(),
                 "llm": llm_info,
                 "tree": tree_info,  # None: built without a tree (`--tree` builds one)
+                "settings": current,
                 "documents": [{"id": d.id, "source": d.source, "chars": len(d.text)} for d in docs],
                 "counts": {
                     "documents": len(docs), "chunks": len(chunks), "entities": graph.number_of_nodes(),

@@ -70,10 +70,14 @@ def _build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="build an index from .txt/.md files or directories", **kw)
     b.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
     b.add_argument("--out", required=True, type=Path,
-                   help="index folder, e.g. graphs/NAME: new, empty, or an existing index, which is replaced once "
-                        "the new one is complete; nothing else is ever replaced")
+                   help="index folder, e.g. graphs/NAME: new, empty, or an existing index built with the same "
+                        "settings, which is updated (only new or changed documents cost model calls) and replaced "
+                        "once the new version is complete; nothing else is ever replaced")
+    b.add_argument("--sync", action="store_true",
+                   help="updating an existing index: also remove its documents that are not among the inputs")
     b.add_argument("--force", action="store_true",
-                   help="also replace an unfinished index (index files without a manifest) at --out")
+                   help="rebuild an existing index from scratch (e.g. with other settings), and also replace an "
+                        "unfinished index (index files without a manifest) at --out")
     b.add_argument("--schema", help="schema file (.toml/.yaml/.json) or preset name (general, biomedical, finance, "
                                     "geography; default general)")
     b.add_argument("--extractor", choices=extractor_names(), default="gliner",
@@ -105,6 +109,15 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", type=_device, help="torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)")
     b.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)
+    a.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
+    a.add_argument("--index", required=True, type=Path, help="an index folder written by build")
+    a.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r = sub.add_parser("remove", help="remove documents from an index", **kw)
+    r.add_argument("documents", nargs="+", help="document ids or the paths they were indexed from (see info)")
+    r.add_argument("--index", required=True, type=Path, help="an index folder written by build")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     i = sub.add_parser("info", help="describe a built index", **kw)
     i.add_argument("index", help="an index folder written by build")
@@ -229,8 +242,27 @@ def _build(args) -> int:
     cfg = replace(cfg, extraction=ex, chunking=ch, llm=llm, communities=com, reports=not args.no_reports,
                   tree=replace(cfg.tree, enabled=args.tree),
                   models_dir=args.models_dir, **({"embedder_model": args.embedder} if args.embedder else {}))
-    result = build_index(args.inputs, args.out, schema=args.schema, config=cfg, progress=True, force=args.force)
-    if args.json:
+    result = build_index(args.inputs, args.out, schema=args.schema, config=cfg, progress=True, force=args.force,
+                         sync=args.sync)
+    return _print_summary(result, args.json)
+
+
+def _update(args) -> int:
+    from .update import load_index  # loads the pipeline's modules
+
+    index = load_index(args.index)
+    try:
+        if args.command == "add":
+            result = index.add(args.inputs, progress=True)
+        else:
+            result = index.remove(args.documents, progress=True)
+    finally:
+        index.close()
+    return _print_summary(result, args.json)
+
+
+def _print_summary(result, as_json: bool) -> int:
+    if as_json:
         print(json.dumps(result.summary.to_dict(), indent=2))
     else:
         print(f"index: {result.path}")
@@ -426,8 +458,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return {"build": _build, "info": _info, "query": _query, "evaluate": _evaluate, "models": _models,
-                "export": _export, "view": _view}[args.command](args)
+        return {"build": _build, "add": _update, "remove": _update, "info": _info, "query": _query,
+                "evaluate": _evaluate, "models": _models, "export": _export, "view": _view}[args.command](args)
     except TinyGraphRAGError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
 
+from .cache import CallCache, cache_key
 from .errors import require
 from .loaded import cached_model
 from .models import choose_device, file_fingerprint, load_error, resolve_model
@@ -146,3 +148,45 @@ class Embedder:
 
     def describe(self) -> dict[str, str]:
         return {"name": self.name, "path": str(self.path), "fingerprint": self.fingerprint}
+
+
+class CachedEmbedder:
+    """An embedder behind the call cache, one entry per text: an update embeds only new texts.
+
+    Rows are stored as base64 float32, so a cached row is bit-identical to the one computed.
+    `calls` counts texts embedded by the model, `cache_hits` texts answered from the cache.
+    """
+
+    def __init__(self, backend: TextEmbedder, cache: CallCache) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.calls = 0
+        self.cache_hits = 0
+
+    name = property(lambda self: self.backend.name)
+    fingerprint = property(lambda self: self.backend.fingerprint)
+    dim = property(lambda self: self.backend.dim)
+
+    def describe(self) -> dict[str, str]:
+        return self.backend.describe()
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        keys = [cache_key("embed", self.fingerprint, t) for t in texts]
+        rows: dict[int, np.ndarray] = {}
+        for i, key in enumerate(keys):
+            hit = self.cache.get(key)
+            if hit is not None:
+                rows[i] = np.frombuffer(base64.b64decode(hit), dtype=np.float32)
+        todo = [i for i in range(len(texts)) if i not in rows]
+        self.cache_hits += len(rows)
+        self.calls += len(todo)
+        if todo or not texts:
+            fresh = self.backend.embed([texts[i] for i in todo], progress=progress)
+            for i, row in zip(todo, fresh):
+                rows[i] = np.asarray(row, dtype=np.float32)
+                self.cache.put(keys[i], base64.b64encode(rows[i].tobytes()).decode("ascii"))
+            if not texts:
+                return np.asarray(fresh, dtype=np.float32)
+        return np.stack([rows[i] for i in range(len(texts))])
+
+    __call__ = embed

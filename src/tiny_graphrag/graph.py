@@ -10,11 +10,11 @@ node (key = ``normalize_name(surface)``)
     mentions      number of distinct mentions (== len(provenance))
     provenance    list of (doc_id, chunk_id, start, end), document-level offsets
     aliases       distinct surface forms, first seen first
-    hid           0..N-1 in sorted key order (citations use it)
+    hid           a small number derived from the key (records.short_ids; citations use it)
 
 edge (one per (head, tail, label); multigraph key = label)
     label, score (max model score), weight (number of supporting mentions == len(provenance)),
-    provenance (doc_id, chunk_id, start, end) spanning both mentions, document-level, hid
+    provenance (doc_id, chunk_id, start, end) spanning both mentions, document-level, hid (from (head, tail, label))
 
 graph.graph: schema (Schema.to_dict()), merges (list of undo records, see merge.py),
 type_conflicts (key -> {"chosen", "votes"}), dropped_relations (reason -> count),
@@ -38,7 +38,7 @@ from typing import Any, Sequence
 import networkx as nx
 
 from .errors import IndexFormatError
-from .records import Chunk, EntityMention, Extraction
+from .records import Chunk, EntityMention, Extraction, short_ids
 from .schema import Schema
 
 log = logging.getLogger(__name__)
@@ -219,21 +219,25 @@ def _drop_reason(graph: nx.MultiDiGraph, schema: Schema, head: str, tail: str, l
 
 
 def assign_hids(graph: nx.MultiDiGraph) -> None:
-    """Number nodes and edges 0..N-1 in sorted order, and store them in that order.
+    """Give nodes and edges content-derived hids, and store them in sorted key order.
 
-    Rebuilding the storage order makes iteration order equal hid order, so everything downstream
-    (communities, reports) sees the same order whether or not merges happened or were undone.
+    A hid depends on its key only (not on a position), so documents added elsewhere leave it
+    unchanged and unchanged report prompts hit the cache. Rebuilding the storage order makes
+    everything downstream (communities, reports) see the same order whether or not merges
+    happened or were undone.
     """
     nodes = sorted(graph.nodes(data=True), key=lambda n: n[0])
     edges = sorted(graph.edges(keys=True, data=True), key=lambda e: (e[0], e[1], e[2]))
+    node_hids = short_ids(key for key, _ in nodes)
+    edge_hids = short_ids((u, v, k) for u, v, k, _ in edges)
     meta = dict(graph.graph)
     graph.clear()  # also empties graph.graph, restored below
     graph.graph.update(meta)
-    for hid, (key, data) in enumerate(nodes):
-        data["hid"] = hid
+    for key, data in nodes:
+        data["hid"] = node_hids[key]
         graph.add_node(key, **data)
-    for hid, (u, v, k, data) in enumerate(edges):
-        data["hid"] = hid
+    for u, v, k, data in edges:
+        data["hid"] = edge_hids[(u, v, k)]
         graph.add_edge(u, v, key=k, **data)
 
 

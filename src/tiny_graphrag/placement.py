@@ -14,10 +14,12 @@ cleaned up.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .errors import OutputError, TinyGraphRAGError
 
@@ -132,6 +134,56 @@ def publish(tmp_dir: Path, out_dir: Path, *, force: bool = False) -> None:
     os.replace(tmp_dir, out_dir)
     if old.exists():
         shutil.rmtree(old, ignore_errors=True)
+
+
+LOCK_MARKER = b"tiny-graphrag: an index is being written; removed when that ends\n"
+
+
+@contextmanager
+def index_lock(out_dir: Path) -> Iterator[None]:
+    """Hold the write lock of one index, or fail at once if another process holds it.
+
+    The lock is a file beside the index (inside it, it would move away with the old version at
+    publish). The kernel releases it when the holder dies, kill -9 included; the file is removed
+    at the end only when it carries our marker, so a user's file of that name is never touched.
+    """
+    path = out_dir.parent / f".{out_dir.name}.lock"
+    while True:
+        try:
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                os.write(fd, LOCK_MARKER)
+            except FileExistsError:
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except FileNotFoundError:  # its holder just removed it: try again
+                    continue
+        except PermissionError as exc:
+            raise OutputError(f"cannot write beside --out {out_dir} ({exc.strerror}: {exc.filename}): choose a "
+                              "folder you can write to, e.g. --out ~/graphs/NAME") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputError(
+                f"the index {out_dir} is being built or updated by another process (it holds {path}): wait "
+                "for it to finish, then rerun; nothing was changed"
+            ) from None
+        try:  # the previous holder may have removed the file between our open and our lock
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        yield
+    finally:
+        try:
+            if os.pread(fd, len(LOCK_MARKER) + 1, 0) == LOCK_MARKER:
+                path.unlink(missing_ok=True)  # while still locked, so nobody can hold the old file
+        finally:
+            os.close(fd)
 
 
 def disk_full_error(exc: OSError, where: Path) -> TinyGraphRAGError | None:

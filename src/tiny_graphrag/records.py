@@ -15,6 +15,28 @@ def content_id(prefix: str, *parts: object) -> str:
     return f"{prefix}-{digest[:16]}"
 
 
+SHORT_ID_SPACE = 10**7  # ~1% of a 100k-element graph collides, and only collisions depend on the others
+
+
+def short_ids(keys, taken=()) -> dict:
+    """Small stable numbers (citation ids) from content: each key's hash, mod SHORT_ID_SPACE.
+
+    A number depends only on its key, so adding or removing other elements leaves it unchanged
+    and an unchanged community's report prompt stays the same (a cache hit). Collisions are
+    resolved by probing in sorted key order, so the result is a function of the set of keys
+    alone (an updated index equals a fresh build of the same documents).
+    """
+    used = set(taken)
+    out = {}
+    for key in sorted(set(keys)):
+        n = int(hashlib.sha256(str(key).encode("utf-8")).hexdigest()[:15], 16) % SHORT_ID_SPACE
+        while n in used:
+            n = (n + 1) % SHORT_ID_SPACE
+        used.add(n)
+        out[key] = n
+    return out
+
+
 @dataclass(frozen=True)
 class Document:
     """A decoded input document. `text` is exactly what offsets refer to."""

@@ -26,9 +26,11 @@ import numpy as np
 
 from .errors import IndexFormatError
 from .placement import INDEX_FILES, MANIFEST, STAGING_MARKER
-from .records import Chunk, Community, Document, Finding, Report, TreeNode
+from .records import Chunk, Community, Document, Finding, Report, TreeNode, short_ids
 
-FORMAT_VERSION = 1
+# 2: content-derived citation ids (hids, sids) and the build settings an update checks (issue 14).
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # a version-1 index is queried as before, only not updated
 GRAPH = "graph.pkl"
 DATABASE = "index.sqlite"
 VECTORS = "vectors"
@@ -109,7 +111,7 @@ class IndexStore:
         except (ValueError, UnicodeDecodeError) as exc:
             raise IndexFormatError(f"{manifest_path} is corrupt ({exc}); rebuild the index") from exc
         version = manifest.get("format_version")
-        if version != FORMAT_VERSION:
+        if version not in READABLE_VERSIONS:
             raise IndexFormatError(
                 f"index {path} has format version {version}, this tiny-graphrag reads version "
                 f"{FORMAT_VERSION}: rebuild it with `tiny-graphrag build` (or use the library version "
@@ -163,10 +165,12 @@ class IndexStore:
             )
 
     def add_chunks(self, chunks: Sequence[Chunk]) -> None:
+        # Source ids derive from chunk ids, so citations of unchanged text survive an update.
+        sids = short_ids((c.id for c in chunks), taken=self.source_ids().values())
         with self._db:
             self._db.executemany(
-                'INSERT INTO chunks (id, doc_id, idx, start, "end", n_tokens, text) VALUES (?, ?, ?, ?, ?, ?, ?)',
-                [(c.id, c.doc_id, c.index, c.start, c.end, c.n_tokens, c.text) for c in chunks],
+                'INSERT INTO chunks (sid, id, doc_id, idx, start, "end", n_tokens, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                [(sids[c.id], c.id, c.doc_id, c.index, c.start, c.end, c.n_tokens, c.text) for c in chunks],
             )
             self._db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
         self._sid_by_chunk = None
@@ -193,7 +197,9 @@ class IndexStore:
         return self._document(self._one("SELECT * FROM documents WHERE id = ?", doc_id))
 
     def chunks(self) -> list[Chunk]:
-        return [self._chunk(r) for r in self._db.execute("SELECT * FROM chunks ORDER BY sid")]
+        rows = self._db.execute(  # in document order, as they were added
+            "SELECT c.* FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY d.rowid, c.idx")
+        return [self._chunk(r) for r in rows]
 
     def chunk(self, chunk_id: str) -> Chunk:
         return self._chunk(self._one("SELECT * FROM chunks WHERE id = ?", chunk_id))

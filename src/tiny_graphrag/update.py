@@ -1,0 +1,131 @@
+"""An index you can change: `load_index(path)` and its `add`, `remove` and `sync`.
+
+Each is a `build_index` of the final document set into the same folder with the index's own
+settings (from its manifest), so it is atomic (staged, then published; a kill leaves the old
+version loadable), locked (a second writer fails with a clear message), resumable (finished
+model calls are cached) and equal to a fresh build of the same documents. How the work stays
+proportional to the change is in sync.py. The handle reads the new version afterwards; a
+QueryEngine opened before keeps reading the old one until reopened.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from .build import BuildResult, BuildSummary, build_index
+from .config import BuildConfig, ChunkingConfig, CommunityConfig, ExtractionConfig, LLMConfig, ResolutionConfig
+from .documents import LoadedInputs, collect_documents, is_path_string
+from .errors import InputError
+from .placement import check_output
+from .schema import Schema
+from .store import IndexStore
+
+log = logging.getLogger(__name__)
+
+Items = str | os.PathLike | Sequence[str | os.PathLike]
+
+
+def load_index(path: str | os.PathLike) -> "Index":
+    """Open a built index (see IndexStore.open) as a handle that can also be updated."""
+    return Index.open(path)
+
+
+class Index(IndexStore):
+    """An IndexStore with `add`, `remove` and `sync`; each returns the update's BuildResult, whose
+    summary's `changes` says what was added and removed and `model_calls` what it cost.
+
+    Models are built from the index's settings unless `extractor=`, `embedder=` or `llm=` are
+    given (they must then match the index's, or the update is refused naming the difference).
+    """
+
+    def add(self, items: Items, *, progress: bool = False, **models: Any) -> BuildResult:
+        """Index new files, directories or texts; a file whose content changed is re-indexed.
+        Inputs already indexed are a no-op (logged)."""
+        if isinstance(items, (str, os.PathLike)):
+            items = [items]
+        # Inputs inside the index would be replaced with it: refused, as by build.
+        check_output(self.path, [Path(i) for i in items if isinstance(i, os.PathLike) or is_path_string(i)])
+        loaded = collect_documents(items)
+        known = {d.id for d in self.documents()}
+        for doc in loaded.documents:
+            if doc.id in known:
+                log.info("%s is already indexed: nothing to do for it", doc.source)
+        if all(d.id in known for d in loaded.documents):
+            log.info("nothing to add: every input is already in %s", self.path)
+            return BuildResult(self.path, _unchanged(self))
+        return self._update(loaded, sync=False, progress=progress, **models)
+
+    def remove(self, documents: str | Sequence[str], *, progress: bool = False, **models: Any) -> BuildResult:
+        """Remove documents, named by id or by source (the path they were indexed from)."""
+        if isinstance(documents, str):
+            documents = [documents]
+        docs = self.documents()
+        gone: set[str] = set()
+        for name in documents:
+            match = [d.id for d in docs if name in (d.id, d.source) or _same_file(name, d.source)]
+            if not match:
+                raise InputError(
+                    f"{name!r} is not a document of the index {self.path}: give a document id or the path it "
+                    "was indexed from (`tiny-graphrag info` lists them)"
+                )
+            gone.update(match)
+        keep = [d for d in docs if d.id not in gone]
+        if not keep:
+            raise InputError(f"removing {len(gone)} document(s) would leave the index {self.path} empty: an index "
+                             "needs at least one document (delete the folder to discard it)")
+        return self._update(LoadedInputs(keep, ()), sync=True, progress=progress, **models)
+
+    def sync(self, items: Items, *, remove_missing: bool = True, progress: bool = False, **models: Any) -> BuildResult:
+        """Make the index hold exactly `items` (with `remove_missing=False`: add and re-index only)."""
+        return self._update(collect_documents(items), sync=remove_missing, progress=progress, **models)
+
+    def _update(self, loaded: LoadedInputs, *, sync: bool, progress: bool, **models: Any) -> BuildResult:
+        manifest = self.manifest
+        result = build_index(loaded, self.path, schema=Schema.from_dict(manifest["schema"]),
+                             config=config_from_manifest(manifest), progress=progress, sync=sync, **models)
+        self._reopen()
+        return result
+
+    def _reopen(self) -> None:
+        """Read the new version from now on (the old connection still reads the replaced files)."""
+        fresh = IndexStore.open(self.path)
+        self.close()
+        self.__dict__.update(fresh.__dict__)
+
+
+def config_from_manifest(manifest: dict[str, Any]) -> BuildConfig:
+    """The BuildConfig an index was built with, from its manifest."""
+    data = manifest.get("config") or {}
+    sections = {"chunking": ChunkingConfig, "extraction": ExtractionConfig, "resolution": ResolutionConfig,
+                "communities": CommunityConfig, "llm": LLMConfig}
+    kwargs = {name: _known(cls, data.get(name) or {}) for name, cls in sections.items()}
+    return _known(BuildConfig, {**data, **kwargs})
+
+
+def _known(cls, data: dict[str, Any]):
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _same_file(name: str, source: str) -> bool:
+    try:
+        return os.path.lexists(name) and os.path.samefile(name, source)
+    except OSError:
+        return False
+
+
+def _unchanged(store: IndexStore) -> BuildSummary:
+    counts = store.manifest.get("counts", {})
+    zero = {"added": 0, "removed": 0}
+    return BuildSummary(
+        documents=counts.get("documents", 0), chunks=counts.get("chunks", 0), entities_per_type={},
+        relations_per_label={}, merged_aliases=0, dropped_relations={}, communities_per_level={},
+        reports=counts.get("reports", 0), seconds_per_stage={}, model_calls={},
+        warnings=("every input is already indexed: nothing was changed",),
+        changes={k: dict(zero) for k in ("documents", "chunks", "entities", "relations", "communities", "reports")},
+    )
+
