@@ -130,6 +130,7 @@ def build_index(
     llm: LLM | None = None,
     progress: bool = True,
     force: bool = False,
+    executor: Any = None,
 ) -> BuildResult:
     """Build an index of `inputs` (paths, directories, or raw text strings) into `out_dir`.
 
@@ -140,6 +141,9 @@ def build_index(
     `out_dir` may be new, an empty folder or an existing index, which is replaced once the new
     one is complete; anything else is refused before any work starts (with `force`, also an
     unfinished index is replaced). Nothing outside the index is ever removed or overwritten.
+
+    `executor` (e.g. `distributed.RayExecutor`) runs extraction and embedding elsewhere: it has
+    `extract(extractor, chunks)` yielding (position, Extraction) and `embedder(embedder)`.
     """
     schema = _resolve_schema(schema, entity_types, relation_types)
     if isinstance(inputs, (str, os.PathLike)):
@@ -157,7 +161,7 @@ def build_index(
         shutil.rmtree(tmp, ignore_errors=True)
         raise disk_full_error(exc, cache_path.parent) or exc
     try:
-        summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress)
+        summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress, executor)
         publish(tmp, out_dir, force=force)
     except BaseException as exc:  # Ctrl-C included: never leave a half-written index behind
         shutil.rmtree(tmp, ignore_errors=True)
@@ -181,7 +185,8 @@ def _resolve_schema(schema, entity_types, relation_types) -> Schema:
 
 
 def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config: BuildConfig, cache: CallCache,
-         extractor: Extractor | None, embedder: TextEmbedder | None, llm: LLM | None, progress: bool) -> BuildSummary:
+         extractor: Extractor | None, embedder: TextEmbedder | None, llm: LLM | None, progress: bool,
+         executor: Any = None) -> BuildSummary:
 
     timer = _Timer()
     warnings: list[str] = []
@@ -213,11 +218,12 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
             llm = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
         elif not isinstance(llm, CachedLLM):  # a bare backend: cached and counted like the configured model
             llm = CachedLLM(llm, cache)
-    with timer.stage("extract"):
-        extractions = _extract_cached(extractor, chunks, cache, calls, progress)
-
     if embedder is None:
         embedder = Embedder(config.embedder_model, models_dir=config.models_dir, device=config.extraction.device)
+    if executor is not None:  # before extraction: the executor may embed the chunks as it extracts them
+        embedder = executor.embedder(embedder)
+    with timer.stage("extract"):
+        extractions = _extract_cached(extractor, chunks, cache, calls, progress, executor)
 
     with timer.stage("graph"):
         graph = build_graph(chunks, extractions, schema)
@@ -319,7 +325,7 @@ def _config_dict(config: BuildConfig) -> dict[str, Any]:
 
 # ---- extraction with a per-chunk cache -----------------------------------------------------
 def _extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCache, calls: dict[str, int],
-                    progress: bool) -> list[Extraction]:
+                    progress: bool, executor: Any = None) -> list[Extraction]:
     fingerprint = repr(sorted(extractor.describe().items()))
     keys = [cache_key("extract", fingerprint, c.text) for c in chunks]
     found: dict[int, Extraction] = {}
@@ -330,17 +336,19 @@ def _extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCa
     todo = [i for i in range(len(chunks)) if i not in found]
     calls["extraction_cached"] = len(found)
     calls["extraction"] = len(todo)
-    # Extract in slices so a crash keeps the finished slices in the cache.
+    # Extract in slices (or stream from the executor) so a crash keeps finished chunks in the cache.
     step = 64
+    if executor is not None:
+        done = ((todo[j], ex) for j, ex in executor.extract(extractor, [chunks[i] for i in todo]))
+    else:
+        done = ((i, ex) for s in range(0, len(todo), step)
+                for i, ex in zip(todo[s : s + step], extractor.extract([chunks[i] for i in todo[s : s + step]])))
     with tqdm(total=len(todo), desc=f"extracting ({extractor.name})", unit="chunk", disable=not progress,
               leave=False) as bar:
-        for s in range(0, len(todo), step):
-            idx = todo[s : s + step]
-            results = extractor.extract([chunks[i] for i in idx], progress=False)
-            for i, ex in zip(idx, results):
-                cache.put(keys[i], _extraction_to_json(ex))
-                found[i] = ex
-            bar.update(len(idx))
+        for i, ex in done:
+            cache.put(keys[i], _extraction_to_json(ex))
+            found[i] = ex
+            bar.update(1)
     return [found[i] for i in range(len(chunks))]
 
 
