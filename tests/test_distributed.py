@@ -133,3 +133,20 @@ def test_without_ray_installed_the_error_is_an_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
     with pytest.raises(MissingDependencyError, match=r"pip install 'tiny-graphrag\[ray\]'"):
         RayExecutor()
+
+
+def test_cli_ray_errors_name_the_fix(tmp_path, monkeypatch, capsys):
+    from tiny_graphrag.cli import main
+
+    doc = tmp_path / "a.txt"
+    doc.write_text(TEXT, encoding="utf-8")
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["build", str(doc), "--out", str(tmp_path / "g"), "--ray", f"127.0.0.1:{port}"]) == 2
+    assert "cannot be reached" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert main(["build", str(doc), "--out", str(tmp_path / "g"), "--ray"]) == 2
+    assert "pip install 'tiny-graphrag[ray]'" in capsys.readouterr().err
+    assert not (tmp_path / "g").exists()  # refused before any work
