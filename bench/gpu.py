@@ -61,6 +61,36 @@ def sample_text(words: int) -> str:
     return cut_text("\n\n".join([text] * (1 + words // 15_000)), words)
 
 
+def sample_chunks(text: str) -> list:
+    """The library's chunks (256 words, 32 of overlap), or where spaCy (its sentencizer) is not
+    installed, as on the GPU machine, the same packing of sentences split at '. ' (speed depends
+    on the chunks' lengths, which come out about the same)."""
+    from tiny_graphrag.chunking import WORD_RE, chunk_documents
+    from tiny_graphrag.config import ChunkingConfig
+    from tiny_graphrag.documents import document_from_text
+    from tiny_graphrag.records import Chunk
+
+    try:
+        return chunk_documents([document_from_text(text, source="obama-sample")], ChunkingConfig())
+    except ImportError:
+        pass
+    sentences = [s + "." for s in text.split(". ") if s.strip()]
+    chunks: list[Chunk] = []
+    current: list[str] = []
+    for sentence in sentences:
+        n = len(WORD_RE.findall(sentence))
+        if current and sum(len(WORD_RE.findall(x)) for x in current) + n > 256:
+            body = " ".join(current)
+            chunks.append(Chunk(f"c{len(chunks)}", "d", len(chunks), body, 0, len(body), len(WORD_RE.findall(body))))
+            while current and sum(len(WORD_RE.findall(x)) for x in current) > 32:
+                current.pop(0)
+        current.append(sentence)
+    if current:
+        body = " ".join(current)
+        chunks.append(Chunk(f"c{len(chunks)}", "d", len(chunks), body, 0, len(body), len(WORD_RE.findall(body))))
+    return chunks
+
+
 def _target_mentions(chunks, schema, n_tokens: int) -> tuple[int, str]:
     """How many mentions a trained NER finds in `chunks` (spaCy where installed, else its rate)."""
     from .extraction import reference_mentions
@@ -73,9 +103,8 @@ def _target_mentions(chunks, schema, n_tokens: int) -> tuple[int, str]:
 
 def extraction(device: str, words: int, models_root: Path, seed_words: int, kind: str,
                batch_sizes: list[int]) -> dict[str, Any]:
-    from tiny_graphrag.chunking import chunk_documents, count_tokens
-    from tiny_graphrag.config import ChunkingConfig, ExtractionConfig
-    from tiny_graphrag.documents import document_from_text
+    from tiny_graphrag.chunking import count_tokens
+    from tiny_graphrag.config import ExtractionConfig
     from tiny_graphrag.extract.gliner import GlinerGlirelExtractor, clear_model_cache
     from tiny_graphrag.schema import Schema
 
@@ -87,7 +116,7 @@ def extraction(device: str, words: int, models_root: Path, seed_words: int, kind
     types = list(schema.entity_types)
     text = sample_text(words)
     n_tokens = count_tokens(text)
-    chunks = chunk_documents([document_from_text(text, source="obama-sample")], ChunkingConfig())
+    chunks = sample_chunks(text)
     probe = chunks[:8]  # calibrated on a few chunks, on the CPU (the GLiNER loader of the calibration)
     target, reference = _target_mentions(probe, schema, sum(c.n_tokens for c in probe))
     threshold = calibrate_threshold(models["gliner"], [c.text for c in probe], types, target)
@@ -184,13 +213,11 @@ def _embedder_folder(root: Path) -> tuple[str, str]:
 
 
 def embedding(device: str, words: int, root: Path) -> dict[str, Any]:
-    from tiny_graphrag.chunking import chunk_documents, count_tokens
-    from tiny_graphrag.config import ChunkingConfig
-    from tiny_graphrag.documents import document_from_text
+    from tiny_graphrag.chunking import count_tokens
     from tiny_graphrag.embed import Embedder
 
     text = sample_text(words)
-    chunks = [c.text for c in chunk_documents([document_from_text(text, source="obama")], ChunkingConfig())]
+    chunks = [c.text for c in sample_chunks(text)]
     folder, what = _embedder_folder(root)
     out: dict[str, Any] = {"model": what, "chunks": len(chunks), "sample_tokens": count_tokens(text)}
     for bs in (64, 256):

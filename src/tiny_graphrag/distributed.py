@@ -186,8 +186,9 @@ class RayExecutor:
 
     def _map(self, actor: type, args: tuple, rows: list[dict[str, Any]], batch_size: int):
         ds = self.ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), 4 * self.concurrency)))
+        pool = self.ray.data.ActorPoolStrategy(size=self.concurrency)
         return ds.map_batches(
-            actor, fn_constructor_args=args, batch_size=batch_size, concurrency=self.concurrency,
+            actor, fn_constructor_args=args, batch_size=batch_size, compute=pool,
             num_gpus=self.num_gpus, num_cpus=self.num_cpus or None, batch_format="numpy",
         ).iter_batches(batch_size=None, batch_format="numpy")
 
