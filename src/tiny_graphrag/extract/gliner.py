@@ -62,12 +62,8 @@ def runtime_for(config: "ExtractionConfig") -> Runtime:
 
 
 def _quantized(model: Any, rt: Runtime) -> Any:
-    """The model with its linear layers as dynamic int8 (fbgemm kernels), when `rt` asks for it.
-
-    The encoder's linear layers hold nearly all of the FLOPs; dynamic quantization converts their
-    weights once and the activations per call. It changes the scores slightly (bench/RESULTS.md
-    measures the agreement with fp32), which is why it is opt-in.
-    """
+    """The model with its linear layers (nearly all the FLOPs) as dynamic int8, when `rt` asks.
+    Scores move (agreement with fp32 in bench/RESULTS.md): opt-in."""
     if not rt.quantize:
         return model
     import torch
@@ -300,10 +296,8 @@ class GlirelRelations:
 
     def _pairable(self, spans: dict[tuple[int, int], EntityMention]) -> dict[tuple[int, int], EntityMention]:
         """The spans whose mention can be in an allowed relation with another one of the chunk.
-
-        A chunk left with fewer than two is not sent to GLiREL at all (exact: enforce_constraints
-        would drop all it finds). Sending fewer mentions leaves the others' scores alone when
-        GLiREL scores each pair from its two spans (_pairs_independent)."""
+        A chunk left with fewer than two skips GLiREL (enforce_constraints would drop all it finds);
+        fewer mentions leave the others' scores alone when pairs are scored alone (_pairs_independent)."""
         keep = set(pairable(list(spans.values()), self._partners))
         return {k: m for k, m in spans.items() if id(m) in keep}
 
