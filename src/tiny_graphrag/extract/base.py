@@ -7,7 +7,8 @@ Python: importing this module loads no model, torch or spaCy.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar, runtime_checkable
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 from tqdm.auto import tqdm
 
@@ -87,6 +88,27 @@ def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 Relations = list[list[RelationMention]]
 
 
+def length_buckets(lengths: Sequence[int], size: int, min_fill: float = 0.8) -> list[list[int]]:
+    """Indices grouped into batches of at most `size` items of similar length, longest first.
+
+    A batch is padded to its longest text, so mixing a 256-word chunk with a 40-word tail makes
+    the model encode 216 words of padding. Sorting by length and closing a batch when the next
+    text is shorter than `min_fill` times the batch's longest bounds that waste. Each batch
+    still holds the same texts' own tokens (attention masks hide the padding), so the outputs do
+    not change, only the order of work; `extract_batches` puts results back in input order.
+    """
+    if size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {size}")
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and len(batches[-1]) < size and lengths[i] >= min_fill * lengths[batches[-1][0]]:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
 def extract_batches(
     chunks: Sequence[Chunk],
     batch_size: int,
@@ -94,17 +116,23 @@ def extract_batches(
     *,
     progress: bool,
     desc: str,
+    bucket: bool = False,
 ) -> list[Extraction]:
-    """One Extraction per chunk: `find` gets the texts of each batch and returns, per text, its
-    entity mentions and the relations between them."""
-    results: list[Extraction] = []
+    """One Extraction per chunk, in the order of `chunks`: `find` gets the texts of each batch
+    and returns, per text, its entity mentions and the relations between them. With `bucket`,
+    batches group texts of similar length (see `length_buckets`)."""
+    if bucket:
+        groups = length_buckets([len(c.text) for c in chunks], batch_size)
+    else:
+        groups = [list(g) for g in batched(range(len(chunks)), batch_size)]
+    results: dict[int, Extraction] = {}
     with tqdm(total=len(chunks), disable=not progress, desc=desc, unit="chunk", leave=False) as bar:
-        for batch in batched(chunks, batch_size):
-            mentions, relations = find([c.text for c in batch])
-            for chunk, ms, rs in zip(batch, mentions, relations):
-                results.append(Extraction(chunk_id=chunk.id, entities=tuple(ms), relations=tuple(rs)))
-            bar.update(len(batch))
-    return results
+        for group in groups:
+            mentions, relations = find([chunks[i].text for i in group])
+            for i, ms, rs in zip(group, mentions, relations):
+                results[i] = Extraction(chunk_id=chunks[i].id, entities=tuple(ms), relations=tuple(rs))
+            bar.update(len(group))
+    return [results[i] for i in range(len(chunks))]
 
 
 def dedupe_mentions(mentions: Iterable[EntityMention]) -> list[EntityMention]:
@@ -150,6 +178,21 @@ def best_label_per_pair(relations: Iterable[RelationMention]) -> list[RelationMe
         if cur is None or rel.score > cur.score or (rel.score == cur.score and rel.label < cur.label):
             best[key] = rel
     return [best[k] for k in sorted(best)]
+
+
+def type_partners(schema: Schema) -> dict[str, set[str]]:
+    """Entity type -> the types it can meet in a relation the schema allows (either direction)."""
+    types = set(schema.entity_types)
+    labels = [r.label for r in schema.relation_types]
+    return {t: {u for u in types if any(schema.allows(lbl, t, u) or schema.allows(lbl, u, t) for lbl in labels)}
+            for t in types}
+
+
+def pairable(mentions: Sequence[EntityMention], partners: Mapping[str, set[str]]) -> set[int]:
+    """ids of the mentions that have a partner (another mention of an allowed type) in `mentions`."""
+    types = Counter(m.type for m in mentions)
+    return {id(m) for m in mentions
+            if any(u != m.type or n > 1 for u, n in types.items() if u in partners.get(m.type, ()))}
 
 
 def check_extraction(chunk: Chunk, extraction: Extraction) -> None:

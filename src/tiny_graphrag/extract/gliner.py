@@ -11,6 +11,7 @@ import argparse
 import bisect
 import json
 import logging
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
@@ -18,13 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..chunking import WORD_RE
-from ..errors import ModelLoadError, require
+from ..errors import ConfigError, ModelLoadError, require
 from ..loaded import cached_model, clear_models
 from ..models import choose_device, file_fingerprint, load_error, refetch_hint, resolve_model
 from ..models import models_dir as default_models_dir
 from ..records import Chunk, EntityMention, Extraction, RelationMention
 from ..schema import Schema
-from .base import Relations, best_label_per_pair, dedupe_mentions, enforce_constraints, extract_batches
+from .base import (
+    Relations, best_label_per_pair, dedupe_mentions, enforce_constraints, extract_batches, pairable, type_partners,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
@@ -39,16 +42,36 @@ log = logging.getLogger(__name__)
 class Runtime:
     device: str
     half: bool
+    quantize: str | None = None  # "int8": dynamic int8 linear layers (CPU only)
 
     @property
     def dtype(self) -> str:
+        if self.quantize:
+            return f"{self.quantize}-dynamic"
         return "float16" if self.half else "float32"
 
 
 def runtime_for(config: "ExtractionConfig") -> Runtime:
     """Device from the config (else CUDA -> MPS -> CPU); fp16 only on CUDA and when asked."""
     device = choose_device(config.device)
-    return Runtime(device=device, half=bool(config.half_precision) and device.startswith("cuda"))
+    quantize = getattr(config, "quantize", None)
+    if quantize and device != "cpu":
+        raise ConfigError(f"extraction quantize='{quantize}' runs on the CPU only, but the device is {device}. "
+                          "To fix: pass --device cpu, or drop the quantization (on a GPU use half precision).")
+    return Runtime(device=device, half=bool(config.half_precision) and device.startswith("cuda"), quantize=quantize)
+
+
+def _quantized(model: Any, rt: Runtime) -> Any:
+    """The model with its linear layers (nearly all the FLOPs) as dynamic int8, when `rt` asks.
+    Scores move (agreement with fp32 in bench/RESULTS.md): opt-in."""
+    if not rt.quantize:
+        return model
+    import torch
+    from torch.ao.quantization import quantize_dynamic
+
+    with warnings.catch_warnings():  # torch deprecates these tensor types in favour of torchao
+        warnings.simplefilter("ignore", UserWarning)
+        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
 
 
 _FINGERPRINTS: dict[str, str] = {}
@@ -60,8 +83,8 @@ def clear_model_cache() -> None:
     clear_models("glirel")
 
 
-def _key(path: Path, rt: Runtime) -> tuple[str, str, bool]:
-    return str(path.resolve()), rt.device, rt.half
+def _key(path: Path, rt: Runtime) -> tuple[str, str, bool, str | None]:
+    return str(path.resolve()), rt.device, rt.half, rt.quantize
 
 
 def fingerprint(path: Path) -> str:
@@ -93,6 +116,7 @@ def load_gliner(path: Path, rt: Runtime) -> Any:
             model = gliner.GLiNER.from_pretrained(str(path), local_files_only=True, map_location=rt.device)
             if rt.half:
                 model.half()
+            model = _quantized(model, rt)
         except Exception as exc:
             raise load_error(
                 "GLiNER", path, exc, device=rt.device,
@@ -199,6 +223,7 @@ def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | N
             model.to(rt.device)
             if rt.half:
                 model.half()
+            model = _quantized(model, rt)
         except Exception as exc:
             raise load_error("GLiREL", path, exc, device=rt.device) from exc
         if result.missing_keys:
@@ -224,6 +249,13 @@ def token_span(starts: Sequence[int], ends: Sequence[int], mention: EntityMentio
 
 
 # ---- relations ----------------------------------------------------------------------------
+def _pairs_independent(config: Any) -> bool:
+    """Whether GLiREL scores each mention pair from that pair alone (then the other mentions sent
+    with it do not change its score). Refinement layers attend across all pairs, and entity
+    markers are inserted into the encoder's input, so either makes the mentions interact."""
+    return not any(getattr(config, f, False) for f in ("refine_relation", "refine_prompt", "add_entity_markers"))
+
+
 class GlirelRelations:
     """GLiREL over mentions found by another model; shared by the GLiNER and spaCy extractors."""
 
@@ -235,6 +267,8 @@ class GlirelRelations:
         self.path = path
         self._config = config
         self._models_dir = models_dir
+        self._partners = type_partners(schema)
+        self.prune = True  # send GLiREL only mentions that can be in an allowed relation (False: all)
 
     def _model(self) -> Any:
         return load_glirel(self.path, runtime_for(self._config), self._models_dir)
@@ -247,32 +281,51 @@ class GlirelRelations:
             "glirel_version": _package_version("glirel"),
         }
 
+    @staticmethod
+    def _spans(text: str, mentions: Sequence[EntityMention],
+               words: list[tuple[int, int]] | None = None) -> dict[tuple[int, int], EntityMention]:
+        """(first word, last word) -> mention, one mention per token span."""
+        words = word_spans(text) if words is None else words
+        starts, ends = [s for s, _ in words], [e for _, e in words]
+        spans: dict[tuple[int, int], EntityMention] = {}
+        for m in mentions:
+            span = token_span(starts, ends, m)
+            if span is not None and span not in spans:
+                spans[span] = m
+        return spans
+
+    def _pairable(self, spans: dict[tuple[int, int], EntityMention]) -> dict[tuple[int, int], EntityMention]:
+        """The spans whose mention can be in an allowed relation with another one of the chunk.
+        A chunk left with fewer than two skips GLiREL (enforce_constraints would drop all it finds);
+        fewer mentions leave the others' scores alone when pairs are scored alone (_pairs_independent)."""
+        keep = set(pairable(list(spans.values()), self._partners))
+        return {k: m for k, m in spans.items() if id(m) in keep}
+
     def predict(self, texts: Sequence[str], mentions: Sequence[Sequence[EntityMention]]) -> list[list[RelationMention]]:
         """Relations for each text between its given mentions (same objects), schema-checked."""
         out: list[list[RelationMention]] = [[] for _ in texts]
         if not self.labels:
             return out
-        tokens, ner, span_to_mention, index = [], [], [], []
+        tokens, span_to_mention, index = [], [], []
         for i, (text, ms) in enumerate(zip(texts, mentions)):
             words = word_spans(text)
-            starts, ends = [s for s, _ in words], [e for _, e in words]
-            spans: dict[tuple[int, int], EntityMention] = {}
-            for m in ms:
-                span = token_span(starts, ends, m)
-                if span is not None and span not in spans:  # one mention per token span
-                    spans[span] = m
+            spans = self._spans(text, ms, words)
+            if self.prune:
+                spans = self._pairable(spans)
             if len(spans) < 2:  # no pair to classify (GLiREL also fails on zero spans)
                 continue
             tokens.append([text[s:e] for s, e in words])
-            # GLiREL's NER format: [first word, last word (inclusive), type, text]
-            ner.append([[s, e, m.type, m.text] for (s, e), m in sorted(spans.items())])
             span_to_mention.append(spans)
             index.append(i)
         if not tokens:
             return out
-        raw = self._model().batch_predict_relations(
-            tokens, self.labels, threshold=self.threshold, ner=ner, top_k=-1
-        )
+        model = self._model()
+        if self.prune and not _pairs_independent(model.config):
+            # GLiREL would read the mentions jointly: pruning could change scores, so keep them all.
+            span_to_mention = [self._spans(texts[i], mentions[i]) for i in index]
+        # GLiREL's NER format: [first word, last word (inclusive), type, text]
+        ner = [[[s, e, m.type, m.text] for (s, e), m in sorted(spans.items())] for spans in span_to_mention]
+        raw = model.batch_predict_relations(tokens, self.labels, threshold=self.threshold, ner=ner, top_k=-1)
         for i, spans, rels in zip(index, span_to_mention, raw):
             found = []
             for r in rels:
@@ -300,6 +353,7 @@ class GlinerGlirelExtractor:
         # Resolve paths now so that a missing model fails before any work is done.
         self.gliner_path = resolve_model(config.gliner_model, kind="gliner", models_dir_=models_dir)
         self.relations: GlirelRelations | None = None
+        self.bucket = True  # length-bucketed batches (base.length_buckets); False: chunks in input order
         if schema.relation_types:
             glirel_path = resolve_model(config.glirel_model, kind="glirel", models_dir_=models_dir)
             self.relations = GlirelRelations(schema, config, glirel_path, models_dir)
@@ -345,7 +399,7 @@ class GlinerGlirelExtractor:
 
     def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
         results = extract_batches(chunks, self.config.batch_size, self._find, progress=progress,
-                                  desc="extracting (GLiNER+GLiREL)")
+                                  desc="extracting (GLiNER+GLiREL)", bucket=self.bucket)
         log.debug("extracted %d chunks: %d mentions, %d relations", len(results),
                   sum(len(r.entities) for r in results), sum(len(r.relations) for r in results))
         return results

@@ -1,0 +1,234 @@
+"""Extraction and embedding on a Ray cluster, through Ray Data `map_batches`.
+
+`build_index(..., executor=RayExecutor(...))` sends the chunks that are not in the extraction
+cache to a pool of Ray actors, each of which loads the models once (a callable class) and runs
+the very extractor the in-process build would run; the driver writes each result into the
+extraction cache as it streams back, so an interrupted build redoes no finished chunk. Ray Data
+does the scheduling, batching, back-pressure and retries (a dead actor is restarted and its
+batch rerun); nothing here schedules work itself. Everything after extraction and embedding
+(graph, communities, reports) runs in the driver as before, so a Ray build writes the same
+index as an in-process one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import socket
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from .errors import ConfigError, ModelNotFoundError, TinyGraphRAGError, require
+from .records import Chunk, Extraction
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .embed import TextEmbedder
+    from .extract.base import Extractor
+
+log = logging.getLogger(__name__)
+
+_CHUNK_FIELDS = [f.name for f in dataclasses.fields(Chunk)]
+
+
+class ClusterError(TinyGraphRAGError, ConnectionError):
+    """The Ray cluster cannot be reached or started."""
+
+
+def _model_paths(facts: Any) -> Iterator[str]:
+    """Every "path" value in an extractor's or embedder's describe() output."""
+    if isinstance(facts, dict):
+        for k, v in facts.items():
+            if k == "path" and isinstance(v, str):
+                yield v
+            else:
+                yield from _model_paths(v)
+
+
+def _check_models_here(facts: dict[str, Any]) -> None:
+    """Fail on a worker that lacks the model files, naming the path and the machine."""
+    for path in _model_paths(facts):
+        if not os.path.exists(path):
+            raise ModelNotFoundError(
+                f"the model folder {path} does not exist on the Ray worker {socket.gethostname()}. To fix: "
+                "put the models at the same path on every node (shared storage, or copy them), or point "
+                "--models-dir / TINY_GRAPHRAG_MODELS at a folder every node sees"
+            )
+
+
+def _threads(num_cpus: float | None) -> None:
+    """One torch thread per CPU the actor reserved: two actors on two cores with torch's default
+    (one thread per core each) would oversubscribe the cores and slow both."""
+    if num_cpus:
+        import torch
+
+        torch.set_num_threads(max(1, int(num_cpus)))
+
+
+def _rows(batch: dict[str, np.ndarray]) -> list[Chunk]:
+    n = len(batch["text"])
+    def py(v: Any) -> Any:  # numpy scalars back to the Python types Chunk holds
+        return v.item() if isinstance(v, np.generic) else v
+
+    return [Chunk(**{f: py(batch[f][r]) for f in _CHUNK_FIELDS}) for r in range(n)]
+
+
+class _ExtractActor:
+    """A Ray Data callable class: the extractor (pickled from the driver), models loaded once.
+
+    With an embedder it also embeds the chunk texts: one pass over the corpus and one pool of
+    actors (on a GPU, one GPU holds all three models) instead of a second pool for the vectors.
+    """
+
+    def __init__(self, extractor: "Extractor", embedder: "TextEmbedder | None", num_cpus: float | None):
+        _threads(num_cpus)
+        _check_models_here(extractor.describe())
+        if embedder is not None:
+            _check_models_here(embedder.describe())
+        self.extractor, self.embedder = extractor, embedder
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from .build import _extraction_to_json  # the cache's own format: the driver stores it as is
+
+        chunks = _rows(batch)
+        results = self.extractor.extract(chunks)
+        out = {"pos": batch["pos"], "json": np.array([json.dumps(_extraction_to_json(x)) for x in results])}
+        if self.embedder is not None:
+            out["vector"] = self.embedder.embed([c.text for c in chunks])
+        return out
+
+
+class _EmbedActor:
+    def __init__(self, embedder: "TextEmbedder", num_cpus: float | None):
+        _threads(num_cpus)
+        _check_models_here(embedder.describe())
+        self.embedder = embedder
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"pos": batch["pos"], "vector": self.embedder.embed([str(t) for t in batch["text"]])}
+
+
+class RayEmbedder:
+    """A TextEmbedder that embeds long lists on the Ray actors and short ones in process."""
+
+    def __init__(self, embedder: "TextEmbedder", executor: "RayExecutor"):
+        self.inner, self.executor = embedder, executor
+        self.name = embedder.name
+
+    @property
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def describe(self) -> dict[str, str]:
+        return self.inner.describe()
+
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        known = self.executor.chunk_vectors  # embedded by the extraction actors
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if len(missing) < self.executor.min_embed_texts:  # starting actors costs more than a short list
+            if len(missing) == len(texts):
+                return self.inner.embed(texts, progress=progress)
+            found = self.inner.embed(missing) if missing else np.zeros((0, self.dim), dtype=np.float32)
+        else:
+            found = self.executor.embed(self.inner, missing)
+        rows = dict(zip(missing, found))
+        return np.stack([known[t] if t in known else rows[t] for t in texts]).astype(np.float32)
+
+    __call__ = embed
+
+
+class RayExecutor:
+    """Runs extraction (and, through `embedder()`, embedding) as Ray Data map_batches.
+
+    address: a Ray cluster ("host:port", "ray://host:port", "auto"); None uses the running Ray
+    instance of this process, or RAY_ADDRESS, or starts a local one. concurrency: actors per
+    stage. num_gpus: GPUs per actor (1 on a GPU cluster: each actor gets its own GPU); with 0,
+    each actor reserves num_cpus CPUs (default: the cluster's CPUs shared out between them).
+    """
+
+    def __init__(self, address: str | None = None, *, concurrency: int = 1, batch_size: int = 8,
+                 num_gpus: float = 0, num_cpus: float | None = None, min_embed_texts: int = 512):
+        if concurrency < 1 or batch_size < 1:
+            raise ConfigError(f"Ray concurrency and batch_size must be at least 1, got {concurrency} and {batch_size}")
+        self.ray = require("ray", "ray", "Running extraction on Ray (--ray)")
+        require("ray.data", "ray", "Running extraction on Ray (--ray)")
+        self.address, self.concurrency, self.batch_size = address, concurrency, batch_size
+        self.num_gpus, self.min_embed_texts = num_gpus, min_embed_texts
+        self.chunk_vectors: dict[str, np.ndarray] = {}  # text -> vector, from the extraction actors
+        self._embedder: "TextEmbedder | None" = None
+        self._connect()
+        if num_cpus is None and not num_gpus:
+            total = float(self.ray.cluster_resources().get("CPU", 1))
+            num_cpus = max(1.0, total // concurrency)
+        self.num_cpus = num_cpus
+
+    def _connect(self) -> None:
+        if self.ray.is_initialized():
+            return
+        if self.address and self.address != "auto":
+            _check_reachable(self.address)
+        try:
+            self.ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=False,
+                          configure_logging=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ClusterError(
+                f"could not connect to the Ray cluster at {self.address or 'RAY_ADDRESS / a new local instance'}: "
+                f"{exc}. To fix: start it (`ray start --head` on the head node) and pass its address "
+                "(--ray HOST:6379), or pass --ray without an address for a local instance"
+            ) from exc
+
+    def _map(self, actor: type, args: tuple, rows: list[dict[str, Any]], batch_size: int):
+        ds = self.ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), 4 * self.concurrency)))
+        pool = self.ray.data.ActorPoolStrategy(size=self.concurrency)
+        return ds.map_batches(
+            actor, fn_constructor_args=args, batch_size=batch_size, compute=pool,
+            num_gpus=self.num_gpus, num_cpus=self.num_cpus or None, batch_format="numpy",
+        ).iter_batches(batch_size=None, batch_format="numpy")
+
+    def extract(self, extractor: "Extractor", chunks: Sequence[Chunk]) -> Iterator[tuple[int, Extraction]]:
+        """(position in `chunks`, extraction) for every chunk, in the order they finish."""
+        from .build import _extraction_from_json
+
+        if not chunks:
+            return
+        rows = [dict(dataclasses.asdict(c), pos=i) for i, c in enumerate(chunks)]
+        for batch in self._map(_ExtractActor, (extractor, self._embedder, self.num_cpus), rows, self.batch_size):
+            for r, (pos, data) in enumerate(zip(batch["pos"], batch["json"])):
+                if "vector" in batch:
+                    self.chunk_vectors[chunks[int(pos)].text] = batch["vector"][r]
+                yield int(pos), _extraction_from_json(chunks[int(pos)].id, json.loads(str(data)))
+
+    def embed(self, embedder: "TextEmbedder", texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+        rows = [{"pos": i, "text": t} for i, t in enumerate(texts)]
+        for batch in self._map(_EmbedActor, (embedder, self.num_cpus), rows, 64):
+            out[batch["pos"]] = batch["vector"]
+        return out
+
+    def embedder(self, embedder: "TextEmbedder") -> RayEmbedder:
+        """`embedder` run through Ray; given before `extract`, the extraction actors embed the chunks."""
+        self._embedder = embedder
+        return RayEmbedder(embedder, self)
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail within seconds on an address nothing listens on (ray.init would retry for minutes)."""
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port or (10001 if parts.scheme == "ray" else 6379)
+    except ValueError as exc:
+        raise ClusterError(f"'{address}' is not a Ray address. To fix: pass HOST:PORT, e.g. --ray 10.0.0.5:6379") from exc
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ClusterError(
+            f"the Ray cluster at {address} cannot be reached ({exc}). To fix: check the address and that "
+            "`ray start --head` runs there, or pass --ray without an address for a local instance"
+        ) from exc
