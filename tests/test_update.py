@@ -278,3 +278,20 @@ def test_plan_keeps_order_replaces_changed_files_and_skips_known():
     assert p.added == ("d-b2", "d-c") and p.already_indexed == ("a.txt",)
     assert [d.id for d in plan([a, b], [c], sync=True).documents] == ["d-c"]
     assert plan([a, c], [Document("d-x", "X", "<text:0>")], sync=False).removed == ()  # texts are never "changed"
+
+
+def test_config_from_manifest_round_trips_every_section():
+    """An update builds with the index's own config: every nested section comes back, a section
+    the index predates gets its default."""
+    import json
+    from dataclasses import asdict
+
+    from tiny_graphrag.config import BuildConfig, ChunkingConfig, CommunityConfig, TreeConfig
+    from tiny_graphrag.update import config_from_manifest
+
+    config = BuildConfig(chunking=ChunkingConfig(max_tokens=64, overlap_tokens=8),
+                         communities=CommunityConfig(max_cluster_size=7), tree=TreeConfig(enabled=True, seed=3))
+    stored = json.loads(json.dumps(asdict(config)))  # as the manifest holds it
+    assert config_from_manifest({"config": stored}) == config
+    del stored["tree"]
+    assert config_from_manifest({"config": stored}).tree == TreeConfig()

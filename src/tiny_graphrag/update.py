@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .build import BuildResult, BuildSummary, build_index
-from .config import BuildConfig, ChunkingConfig, CommunityConfig, ExtractionConfig, LLMConfig, ResolutionConfig
+from .config import BuildConfig
 from .documents import LoadedInputs, collect_documents, is_path_string
 from .errors import InputError
 from .placement import check_output
@@ -98,17 +98,21 @@ class Index(IndexStore):
 
 
 def config_from_manifest(manifest: dict[str, Any]) -> BuildConfig:
-    """The BuildConfig an index was built with, from its manifest."""
-    data = manifest.get("config") or {}
-    sections = {"chunking": ChunkingConfig, "extraction": ExtractionConfig, "resolution": ResolutionConfig,
-                "communities": CommunityConfig, "llm": LLMConfig}
-    kwargs = {name: _known(cls, data.get(name) or {}) for name, cls in sections.items()}
-    return _known(BuildConfig, {**data, **kwargs})
+    """The BuildConfig an index was built with, from its manifest (sections it lacks: defaults)."""
+    return _from_dict(BuildConfig, manifest.get("config") or {})
 
 
-def _known(cls, data: dict[str, Any]):
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
+def _from_dict(cls, data: dict[str, Any]):
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue  # a field newer than the index: its default
+        value = data[f.name]
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if dataclasses.is_dataclass(default) and isinstance(value, dict):  # a nested section (chunking, tree...)
+            value = _from_dict(type(default), value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
 
 
 def _same_file(name: str, source: str) -> bool:
