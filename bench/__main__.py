@@ -38,7 +38,7 @@ SECTIONS: list[tuple[str, str, str]] = [
 ]
 NAMES = [s[0] for s in SECTIONS]
 # Too slow for the default run's 15 minutes on 2 CPU cores: run with --full, or by name with --only.
-FULL_ONLY = {"answers"}
+FULL_ONLY = {"answers", "quantization", "ray"}  # the last two: issue 16, by name with --only
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
