@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from tiny_graphrag.cli import _build_parser, main
+from tiny_graphrag.cli import main
+from tiny_graphrag.cli_parser import build_parser
 from tiny_graphrag.documents import is_path_string, load_documents, read_document
 from tiny_graphrag.errors import InputError, SchemaError
 from tiny_graphrag.schema import Schema
@@ -68,7 +69,7 @@ def test_invalid_build_settings_name_the_flag_and_range(work, capsys, args, mess
 def test_help_shows_defaults_and_every_option_has_help(capsys):
     import argparse
 
-    todo = [_build_parser()]
+    todo = [build_parser()]
     while todo:
         p = todo.pop()
         for action in p._actions:
@@ -87,8 +88,8 @@ def test_help_shows_defaults_and_every_option_has_help(capsys):
 
 @pytest.mark.parametrize("argv", [["-v", "info", "x"], ["info", "x", "-v"], ["info", "-v", "x"]])
 def test_verbose_before_or_after_the_subcommand(argv):
-    assert _build_parser().parse_args(argv).verbose is True
-    assert getattr(_build_parser().parse_args(["info", "x"]), "verbose", False) is False
+    assert build_parser().parse_args(argv).verbose is True
+    assert getattr(build_parser().parse_args(["info", "x"]), "verbose", False) is False
 
 
 def test_info_into_a_closed_pipe_is_quiet(index):
@@ -100,7 +101,7 @@ def test_info_into_a_closed_pipe_is_quiet(index):
 
 
 def test_query_options_exist_for_what_messages_ask(index, capsys):
-    args = _build_parser().parse_args(["query", "local", "q", "--index", str(index), "--n-ctx", "2048"])
+    args = build_parser().parse_args(["query", "local", "q", "--index", str(index), "--n-ctx", "2048"])
     assert args.n_ctx == 2048
     assert main(["query", "local", "Barack Obama", "--index", str(index), "--only-context"]) == 0
     assert "Obama" in capsys.readouterr().out
