@@ -68,3 +68,15 @@ def test_stream_with_llama_cpp(engine):
     pieces = list(s)
     assert pieces and s.done
     _check(s.result)
+
+
+def test_change_llm_settings_before_the_model_loads(tmp_path, smollm_path):
+    """The CLI's --llm/--n-ctx: the index's settings, changed, applied when the model loads."""
+    from tiny_graphrag.embed import Embedder
+
+    index = build_test_index(tmp_path / "idx", Embedder("all-MiniLM-L6-v2", device="cpu"))
+    with QueryEngine(index) as qe:
+        qe.change_llm_settings(model=str(smollm_path), n_ctx=1024)
+        assert qe.llm.name == smollm_path.name and qe.llm.n_ctx == 1024
+        with pytest.raises(RuntimeError, match="already loaded"):
+            qe.change_llm_settings(n_ctx=2048)

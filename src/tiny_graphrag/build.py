@@ -62,6 +62,11 @@ class BuildSummary:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def _repr_html_(self) -> str:  # Jupyter: the summary as a table
+        from .notebook import summary_html
+
+        return summary_html(self)
+
     def format(self) -> str:
         """A human-readable summary for the CLI."""
         lines = [
@@ -95,6 +100,9 @@ class BuildResult:
 
     def open(self) -> IndexStore:
         return IndexStore.open(self.path)
+
+    def _repr_html_(self) -> str:
+        return self.summary._repr_html_()
 
     def query_engine(self, **kwargs):
         from .search.engine import QueryEngine
@@ -236,12 +244,10 @@ def _run(inputs: Sequence[str | os.PathLike], tmp: Path, schema: Schema, config:
     elif graph.number_of_edges() == 0:
         warnings.append("no relations were found: communities are single entities; check relation types/threshold")
 
-    with timer.stage("embed"):
-        store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([c.text for c in chunks], progress=progress))
+    with timer.stage("embed"):  # no bar: sentence-transformers' "Batches" bars would nest in the build's
+        store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([c.text for c in chunks]))
         keys = list(graph.nodes)
-        store.save_vectors(
-            "entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys], progress=progress)
-        )
+        store.save_vectors("entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys]))
 
     with timer.stage("communities"):
         communities = hierarchical_communities(graph, config.communities) if graph.number_of_nodes() else []

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .search.result import Sources
+
+class Citable(Protocol):
+    """What the context offered, by citation kind (search.result.Sources is one)."""
+
+    def citable(self) -> dict[str, set[int]]: ...
+
 
 CitationKind = str  # "entities", "relationships", "sources", "reports"
 _KINDS = {
@@ -70,7 +74,7 @@ def strip_citations(text: str) -> str:
     return _DATA_BLOCK.sub("", text).strip()
 
 
-def unresolved(text: str, sources: "Sources") -> dict[str, tuple[int, ...]]:
+def unresolved(text: str, sources: Citable) -> dict[str, tuple[int, ...]]:
     """Cited ids that do not resolve through `sources`, by kind (empty when all resolve)."""
     citable = sources.citable()
     out: dict[str, tuple[int, ...]] = {}
@@ -81,7 +85,7 @@ def unresolved(text: str, sources: "Sources") -> dict[str, tuple[int, ...]]:
     return out
 
 
-def check_citations(text: str, sources: "Sources") -> tuple[str, dict[str, tuple[int, ...]]]:
+def check_citations(text: str, sources: Citable) -> tuple[str, dict[str, tuple[int, ...]]]:
     """(text with only resolvable citations, the ids that were removed).
 
     A model may cite an id it was never shown (or copy one out of a report's text): such a

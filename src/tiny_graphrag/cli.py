@@ -9,10 +9,10 @@ import os
 import re
 import sys
 from collections import Counter
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
-from .config import BuildConfig, LLMConfig
+from .config import BuildConfig
 from .errors import ConfigError, InputError, TinyGraphRAGError
 from .store import IndexStore
 
@@ -157,7 +157,44 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--models-dir", help="where to put them (default: $TINY_GRAPHRAG_MODELS or ./models)")
     ls = msub.add_parser("list", help="show where each default model is expected and whether it is there", **kw)
     ls.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    _add_export_parsers(sub, kw)
     return p
+
+
+# ---- export and view (one block: the parsers and their handlers) ------------------------------
+def _add_export_parsers(sub, kw) -> None:
+    from .export import FORMATS
+
+    x = sub.add_parser("export", help="write an index as GraphML, GEXF, JSON node-link, GraphRAG parquet or "
+                                      "Neo4j CSV + Cypher", **kw)
+    x.add_argument("index", help="an index folder written by build")
+    x.add_argument("--format", required=True, choices=FORMATS,
+                   help="graphml/gexf/json: one file; parquet/neo4j: a folder of files")
+    x.add_argument("--out", required=True, type=Path, help="the file (or folder) to write")
+    x.add_argument("--force", action="store_true", help="replace an existing export (nothing else is touched)")
+    v = sub.add_parser("view", help="write one offline HTML page to explore the graph and its communities", **kw)
+    v.add_argument("index", help="an index folder written by build")
+    v.add_argument("--level", type=_int_at_least(0), default=0, help="community level that colours the entities")
+    v.add_argument("--top", type=_int_at_least(1), default=200, help="show the N entities with the most relations")
+    v.add_argument("--community", help="show only this community's entities (an id from `info`)")
+    v.add_argument("--out", type=Path, default=Path("graph.html"), help="the HTML file to write")
+    v.add_argument("--force", action="store_true", help="replace an existing file at --out")
+
+
+def _export(args) -> int:
+    from .export import export_index
+
+    for path in export_index(args.index, args.format, args.out, force=args.force):
+        print(path)
+    return 0
+
+
+def _view(args) -> int:
+    from .view import write_view
+
+    print(write_view(args.index, args.out, level=args.level, top=args.top, community=args.community,
+                     force=args.force))
+    return 0
 
 
 def _build(args) -> int:
@@ -274,18 +311,6 @@ def _print_tree(tree: dict | None) -> None:
         print(f"  note: {tree['note']}")
 
 
-def _llm_settings(index: str, **given: object) -> LLMConfig | None:
-    """The index's build LLM settings with what was given on the command line; None if nothing was."""
-    overrides = {k: v for k, v in given.items() if v is not None}
-    if not overrides:
-        return None  # the engine takes the build's settings itself
-    store = IndexStore.open(index)
-    built = (store.manifest.get("config") or {}).get("llm") or {}
-    store.close()
-    known = {f.name for f in fields(LLMConfig)}
-    return replace(LLMConfig(**{k: v for k, v in built.items() if k in known}), **overrides)
-
-
 def _query(args) -> int:
     from .search.engine import QueryEngine
 
@@ -293,8 +318,8 @@ def _query(args) -> int:
         raise InputError("--level is only for global search")
     if args.strategy is not None and args.mode != "tree":
         raise InputError("--strategy is only for tree search")
-    llm = _llm_settings(args.index, model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx)
-    qe = QueryEngine(args.index, llm=llm, models_dir=args.models_dir)
+    qe = QueryEngine(args.index, models_dir=args.models_dir)
+    _change_llm(qe, model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx)
     kwargs = {"level": args.level} if args.mode == "global" else {}
     if args.mode == "tree":
         kwargs = {"strategy": args.strategy}
@@ -357,8 +382,8 @@ def _evaluate(args) -> int:
     if args.out is not None and args.out.exists():
         raise InputError(f"--out {args.out} exists: choose a new file name (nothing is overwritten)")
     questions = read_questions(args.questions_file) if args.questions_file else args.questions
-    llm = _llm_settings(args.index, model=args.llm)
-    with QueryEngine(args.index, llm=llm, models_dir=args.models_dir) as qe:
+    with QueryEngine(args.index, models_dir=args.models_dir) as qe:
+        _change_llm(qe, model=args.llm)
         judge = open_judge(args.judge, qe, n_ctx=args.n_ctx, chat_format=args.chat_format)
         result = evaluate(qe, judge, questions=questions, a=args.a, b=args.b, source=args.source,
                           description=args.description, answer_tokens=args.answer_tokens)
@@ -367,6 +392,13 @@ def _evaluate(args) -> int:
         args.out.write_text(data + "\n", encoding="utf-8")
     print(data if args.json else result.format())
     return 0
+
+
+def _change_llm(qe, **given: object) -> None:
+    """The index's build LLM settings with what was given on the command line."""
+    changes = {k: v for k, v in given.items() if v is not None}
+    if changes:
+        qe.change_llm_settings(**changes)
 
 
 def _models(args) -> int:
@@ -389,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return {"build": _build, "info": _info, "query": _query, "evaluate": _evaluate, "models": _models}[args.command](args)
+        return {"build": _build, "info": _info, "query": _query, "evaluate": _evaluate, "models": _models,
+                "export": _export, "view": _view}[args.command](args)
     except TinyGraphRAGError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -158,6 +158,13 @@ class QueryEngine:
     def llm_loaded(self) -> bool:
         return self._llm is not None
 
+    def change_llm_settings(self, **changes: object) -> None:
+        """Load the LLM with these settings changed (`model`, `n_ctx`, `chat_format`, ...), the
+        index's build settings otherwise; before the first answer (the model loads then)."""
+        if self._llm is not None or self._llm_config is None:
+            raise RuntimeError("the LLM is already loaded (or was given ready-made): pass llm= to QueryEngine instead")
+        self._llm_config = dataclasses.replace(self._llm_config, **changes)
+
     def close(self) -> None:
         self.store.close()
 

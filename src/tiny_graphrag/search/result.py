@@ -162,6 +162,11 @@ class SearchResult:
     def only_context(self) -> bool:
         return self.details.get("only_context", False)
 
+    def _repr_html_(self) -> str:  # Jupyter: the answer with linked citations, the context folded
+        from ..notebook import search_result_html
+
+        return search_result_html(self)
+
     def citations(self) -> dict[str, list[int]]:
         """Ids cited in the answer, by kind."""
         return parse_citations(self.answer)
