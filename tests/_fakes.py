@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any, Callable, Iterator, Sequence
 
 from tiny_graphrag.cache import CallCache
@@ -135,3 +136,15 @@ class FakeLLM(CachedLLM):
     def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
         """One model call; a test overrides it to make calls slow (tests/test_resume.py)."""
         return self.backend.answer(messages, schema, max_tokens, temperature)
+
+
+class SlowLLM(FakeLLM):
+    """A FakeLLM whose every model call takes `delay` seconds (so a test can kill a build mid-stage)."""
+
+    def __init__(self, delay: float, respond: Responder | None = None, **kw: Any) -> None:
+        super().__init__(respond, **kw)
+        self.delay = delay
+
+    def _complete(self, *a: Any, **k: Any) -> Completion:
+        time.sleep(self.delay)
+        return super()._complete(*a, **k)

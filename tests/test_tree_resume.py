@@ -19,21 +19,16 @@ TESTS = Path(__file__).resolve().parent
 
 SCRIPT = textwrap.dedent(
     """
-    import sys, time
+    import sys
     sys.path.insert(0, {tests!r})
-    from _fakes import FakeLLM, KeywordExtractor
+    from _fakes import KeywordExtractor, SlowLLM
     from tiny_graphrag import build_index
     from tiny_graphrag.cache import CallCache
     from tiny_graphrag.config import BuildConfig, TreeConfig
 
-    class SlowLLM(FakeLLM):
-        def _complete(self, *a, **k):
-            time.sleep(float(sys.argv[3]))
-            return super()._complete(*a, **k)
-
     text = open({obama!r}, encoding="utf-8").read()[:30000]
-    out, cache = sys.argv[1], sys.argv[2]
-    llm = SlowLLM(lambda m, s, n: "Summary: " + m[-1]["content"][70:200].strip() + ".", cache=CallCache(cache))
+    out, cache, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    llm = SlowLLM(delay, lambda m, s, n: "Summary: " + m[-1]["content"][70:200].strip() + ".", cache=CallCache(cache))
     build_index([text], out, schema="general", config=BuildConfig(reports=False, tree=TreeConfig(enabled=True)),
                 extractor=KeywordExtractor(), llm=llm, progress=False)
     print("LLM_CALLS", llm.calls, "HITS", llm.cache_hits)
