@@ -230,7 +230,7 @@ def test_missing_report_model_fails_before_extraction(work, capsys, monkeypatch)
     def started(*a, **k):
         raise AssertionError("extraction started before the LLM was checked")
 
-    monkeypatch.setattr(build, "_extract_cached", started)
+    monkeypatch.setattr(build, "extract_cached", started)
     assert main(["build", "a.txt", "--out", "g", "--extractor", "spacy", "--llm", "nothere.gguf"]) == 2
     err = capsys.readouterr().err
     assert "nothere.gguf" in err and "not found" in err and not (work / "g").exists()

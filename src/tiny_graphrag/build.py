@@ -18,10 +18,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from tqdm import tqdm
-
 from . import __version__
-from .cache import CallCache, cache_key
+from .cache import CallCache
 from .chunking import chunk_documents
 from .communities import hierarchical_communities
 from .config import BuildConfig
@@ -29,11 +27,11 @@ from .documents import LoadedInputs, collect_documents, is_path_string
 from .embed import CachedEmbedder, Embedder, TextEmbedder, document_title, titled
 from .errors import InputError, TinyGraphRAGError
 from .extract.base import Extractor, make_extractor
+from .extract.cached import Executor, extract_cached
 from .graph import build_graph
 from .llm import LLM, CachedLLM, open_llm
 from .models import choose_device
 from .placement import check_output, clean_stale_staging, disk_full_error, index_lock, is_index, publish, staging_dir
-from .records import Chunk, EntityMention, Extraction, RelationMention
 from .report_context import SourceText
 from .reports import generate_reports
 from .resolve import resolve_aliases
@@ -145,7 +143,7 @@ def build_index(
     progress: bool = True,
     force: bool = False,
     sync: bool = False,
-    executor: Any = None,
+    executor: Executor | None = None,
 ) -> BuildResult:
     """Build an index of `inputs` (paths, directories, or raw text strings) into `out_dir`.
 
@@ -181,7 +179,7 @@ def build_index(
 
 
 def _build(inputs, out_dir: Path, schema: Schema, config: BuildConfig, extractor, embedder, llm, progress: bool,
-           force: bool, previous: IndexStore | None, sync: bool, executor: Any = None) -> BuildResult:
+           force: bool, previous: IndexStore | None, sync: bool, executor: Executor | None = None) -> BuildResult:
     if config.extraction.device not in (None, "cpu"):
         choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
     clean_stale_staging(out_dir)
@@ -219,7 +217,7 @@ def _resolve_schema(schema, entity_types, relation_types) -> Schema:
 def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: Schema, config: BuildConfig,
          cache: CallCache, extractor: Extractor | None, embedder: TextEmbedder | None, llm: LLM | None,
          progress: bool, previous: IndexStore | None = None, sync: bool = False,
-         executor: Any = None) -> BuildSummary:
+         executor: Executor | None = None) -> BuildSummary:
 
     timer = _Timer()
     warnings: list[str] = []
@@ -275,7 +273,7 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
         check_settings(previous.manifest["settings"], current, str(previous.path))
 
     with timer.stage("extract"):
-        extractions = _extract_cached(extractor, chunks, cache, calls, progress, executor)
+        extractions = extract_cached(extractor, chunks, cache, calls, progress, executor)
 
     with timer.stage("graph"):
         graph = build_graph(chunks, extractions, schema)
@@ -385,57 +383,3 @@ def entity_text(data: Mapping[str, Any]) -> str:
 
 def _config_dict(config: BuildConfig) -> dict[str, Any]:
     return asdict(config)
-
-
-# ---- extraction with a per-chunk cache -----------------------------------------------------
-def _extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCache, calls: dict[str, int],
-                    progress: bool, executor: Any = None) -> list[Extraction]:
-    fingerprint = repr(sorted(extractor.describe().items()))
-    keys = [cache_key("extract", fingerprint, c.text) for c in chunks]
-    found: dict[int, Extraction] = {}
-    for i, (chunk, key) in enumerate(zip(chunks, keys)):
-        hit = cache.get(key)
-        if hit is not None:
-            found[i] = _extraction_from_json(chunk.id, hit)
-    todo = [i for i in range(len(chunks)) if i not in found]
-    calls["extraction_cached"] = len(found)
-    calls["extraction"] = len(todo)
-    # Extract in slices (or stream from the executor) so a crash keeps finished chunks in the cache.
-    step = 64
-    if executor is not None:
-        done = ((todo[j], ex) for j, ex in executor.extract(extractor, [chunks[i] for i in todo]))
-    else:
-        done = ((i, ex) for s in range(0, len(todo), step)
-                for i, ex in zip(todo[s : s + step], extractor.extract([chunks[i] for i in todo[s : s + step]])))
-    with tqdm(total=len(todo), desc=f"extracting ({extractor.name})", unit="chunk", disable=not progress,
-              leave=False) as bar:
-        for i, ex in done:
-            cache.put(keys[i], _extraction_to_json(ex))
-            found[i] = ex
-            bar.update(1)
-    return [found[i] for i in range(len(chunks))]
-
-
-def _mention_json(m: EntityMention) -> list:
-    return [m.text, m.type, m.start, m.end, m.score]
-
-
-def _extraction_to_json(ex: Extraction) -> dict:
-    ents = list(ex.entities)
-    index = {id(m): i for i, m in enumerate(ents)}
-    rels = []
-    for r in ex.relations:
-        h = index.get(id(r.head))
-        t = index.get(id(r.tail))
-        rels.append([_mention_json(r.head) if h is None else h, _mention_json(r.tail) if t is None else t, r.label, r.score])
-    return {"entities": [_mention_json(m) for m in ents], "relations": rels}
-
-
-def _extraction_from_json(chunk_id: str, data: dict) -> Extraction:
-    ents = tuple(EntityMention(*m) for m in data["entities"])
-
-    def mention(x):
-        return ents[x] if isinstance(x, int) else EntityMention(*x)
-
-    rels = tuple(RelationMention(mention(h), mention(t), label, score) for h, t, label, score in data["relations"])
-    return Extraction(chunk_id=chunk_id, entities=ents, relations=rels)

@@ -91,11 +91,11 @@ class _ExtractActor:
         self.extractor, self.embedder = extractor, embedder
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from .build import _extraction_to_json  # the cache's own format: the driver stores it as is
+        from .extract.cached import extraction_to_json  # the cache's own format: the driver stores it as is
 
         chunks = _rows(batch)
         results = self.extractor.extract(chunks)
-        out = {"pos": batch["pos"], "json": np.array([json.dumps(_extraction_to_json(x)) for x in results])}
+        out = {"pos": batch["pos"], "json": np.array([json.dumps(extraction_to_json(x)) for x in results])}
         if self.embedder is not None:
             out["vector"] = self.embedder.embed([c.text for c in chunks])
         return out
@@ -194,7 +194,7 @@ class RayExecutor:
 
     def extract(self, extractor: "Extractor", chunks: Sequence[Chunk]) -> Iterator[tuple[int, Extraction]]:
         """(position in `chunks`, extraction) for every chunk, in the order they finish."""
-        from .build import _extraction_from_json
+        from .extract.cached import extraction_from_json
 
         if not chunks:
             return
@@ -203,7 +203,7 @@ class RayExecutor:
             for r, (pos, data) in enumerate(zip(batch["pos"], batch["json"])):
                 if "vector" in batch:
                     self.chunk_vectors[chunks[int(pos)].text] = batch["vector"][r]
-                yield int(pos), _extraction_from_json(chunks[int(pos)].id, json.loads(str(data)))
+                yield int(pos), extraction_from_json(chunks[int(pos)].id, json.loads(str(data)))
 
     def embed(self, embedder: "TextEmbedder", texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), embedder.dim), dtype=np.float32)

@@ -1,0 +1,83 @@
+"""Extraction with a per-chunk cache: a rerun (or an update) extracts only chunks it has not seen.
+
+Results are stored as they arrive, in slices or streamed from an executor (Ray actors), so a
+crash keeps every finished chunk. The stored form is plain JSON, which executors also send.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
+
+from tqdm import tqdm
+
+from ..cache import CallCache, cache_key
+from ..records import Chunk, EntityMention, Extraction, RelationMention
+from .base import Extractor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..embed import TextEmbedder
+
+
+class Executor(Protocol):
+    """Runs extraction (and embedding) somewhere else, e.g. distributed.RayExecutor."""
+
+    def extract(self, extractor: Extractor, chunks: Sequence[Chunk]) -> Iterator[tuple[int, Extraction]]:
+        """(position in `chunks`, its extraction), in any order, as each is done."""
+        ...
+
+    def embedder(self, embedder: "TextEmbedder") -> "TextEmbedder":
+        """`embedder`, running where the executor runs."""
+        ...
+
+
+def extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCache, calls: dict[str, int],
+                    progress: bool, executor: Executor | None = None) -> list[Extraction]:
+    fingerprint = repr(sorted(extractor.describe().items()))
+    keys = [cache_key("extract", fingerprint, c.text) for c in chunks]
+    found: dict[int, Extraction] = {}
+    for i, (chunk, key) in enumerate(zip(chunks, keys)):
+        hit = cache.get(key)
+        if hit is not None:
+            found[i] = extraction_from_json(chunk.id, hit)
+    todo = [i for i in range(len(chunks)) if i not in found]
+    calls["extraction_cached"] = len(found)
+    calls["extraction"] = len(todo)
+    # Extract in slices (or stream from the executor) so a crash keeps finished chunks in the cache.
+    step = 64
+    if executor is not None:
+        done = ((todo[j], ex) for j, ex in executor.extract(extractor, [chunks[i] for i in todo]))
+    else:
+        done = ((i, ex) for s in range(0, len(todo), step)
+                for i, ex in zip(todo[s : s + step], extractor.extract([chunks[i] for i in todo[s : s + step]])))
+    with tqdm(total=len(todo), desc=f"extracting ({extractor.name})", unit="chunk", disable=not progress,
+              leave=False) as bar:
+        for i, ex in done:
+            cache.put(keys[i], extraction_to_json(ex))
+            found[i] = ex
+            bar.update(1)
+    return [found[i] for i in range(len(chunks))]
+
+
+def _mention_json(m: EntityMention) -> list:
+    return [m.text, m.type, m.start, m.end, m.score]
+
+
+def extraction_to_json(ex: Extraction) -> dict:
+    ents = list(ex.entities)
+    index = {id(m): i for i, m in enumerate(ents)}
+    rels = []
+    for r in ex.relations:
+        h = index.get(id(r.head))
+        t = index.get(id(r.tail))
+        rels.append([_mention_json(r.head) if h is None else h, _mention_json(r.tail) if t is None else t, r.label, r.score])
+    return {"entities": [_mention_json(m) for m in ents], "relations": rels}
+
+
+def extraction_from_json(chunk_id: str, data: dict) -> Extraction:
+    ents = tuple(EntityMention(*m) for m in data["entities"])
+
+    def mention(x):
+        return ents[x] if isinstance(x, int) else EntityMention(*x)
+
+    rels = tuple(RelationMention(mention(h), mention(t), label, score) for h, t, label, score in data["relations"])
+    return Extraction(chunk_id=chunk_id, entities=ents, relations=rels)
