@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from .errors import ConfigError
 
@@ -149,3 +151,21 @@ class BuildConfig:
     cache_dir: str | None = None  # None: <out_dir parent>/.cache
     reports: bool = True  # write community reports with the LLM (needs llama-cpp-python)
     tree: TreeConfig = field(default_factory=TreeConfig)  # RAPTOR summaries (off by default: see TreeConfig)
+
+
+_C = TypeVar("_C")
+
+
+def from_dict(cls: type[_C], data: dict[str, Any]) -> _C:
+    """A config dataclass from its stored dict (a manifest's): nested sections are rebuilt, keys it
+    does not know are ignored, fields the dict lacks (newer than the index) keep their defaults."""
+    kwargs = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if dataclasses.is_dataclass(default) and isinstance(value, dict):
+            value = from_dict(type(default), value)
+        kwargs[f.name] = value
+    return cls(**kwargs)

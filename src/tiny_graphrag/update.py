@@ -10,14 +10,13 @@ QueryEngine opened before keeps reading the old one until reopened.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from pathlib import Path
 from typing import Any, Sequence
 
 from .build import BuildResult, BuildSummary, build_index
-from .config import BuildConfig
+from .config import BuildConfig, from_dict
 from .documents import LoadedInputs, collect_documents, is_path_string
 from .errors import InputError
 from .placement import check_output
@@ -99,20 +98,7 @@ class Index(IndexStore):
 
 def config_from_manifest(manifest: dict[str, Any]) -> BuildConfig:
     """The BuildConfig an index was built with, from its manifest (sections it lacks: defaults)."""
-    return _from_dict(BuildConfig, manifest.get("config") or {})
-
-
-def _from_dict(cls, data: dict[str, Any]):
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            continue  # a field newer than the index: its default
-        value = data[f.name]
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        if dataclasses.is_dataclass(default) and isinstance(value, dict):  # a nested section (chunking, tree...)
-            value = _from_dict(type(default), value)
-        kwargs[f.name] = value
-    return cls(**kwargs)
+    return from_dict(BuildConfig, manifest.get("config") or {})
 
 
 def _same_file(name: str, source: str) -> bool:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..cache import CallCache
-from ..config import LLMConfig
+from ..config import LLMConfig, from_dict
 from ..embed import Embedder
 from ..errors import IndexFormatError, ModelNotFoundError
 from ..llm import LLM, CachedLLM, open_llm
@@ -85,7 +85,7 @@ class QueryEngine:
         self._llm: LLM | None = None
         self._llm_config: LLMConfig | None = None
         if llm is None:
-            self._llm_config = _llm_config_from(build_config.get("llm"))
+            self._llm_config = from_dict(LLMConfig, build_config.get("llm") or {})
         elif isinstance(llm, LLMConfig):
             self._llm_config = llm
         else:
@@ -259,10 +259,3 @@ class QueryEngine:
         if strategy is not None:
             config = dataclasses.replace(config, strategy=strategy)
         return search_tree(self, check_query(query), config, only_context=only_context, stream=stream)
-
-
-def _llm_config_from(data: dict | None) -> LLMConfig:
-    if not data:
-        return LLMConfig()
-    known = {f.name for f in dataclasses.fields(LLMConfig)}
-    return LLMConfig(**{k: v for k, v in data.items() if k in known})
