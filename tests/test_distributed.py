@@ -6,6 +6,7 @@ edges, provenance), communities, and vectors within float tolerance.
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
@@ -16,7 +17,9 @@ from _tiny_models import tiny_config
 
 from tiny_graphrag import build_index, load_index
 from tiny_graphrag.config import BuildConfig, ChunkingConfig
+from tiny_graphrag.embed import titled
 from tiny_graphrag.errors import MissingDependencyError, ModelNotFoundError
+from tiny_graphrag.extract.base import make_extractor
 from tiny_graphrag.schema import Schema
 
 from tiny_graphrag.distributed import ClusterError, RayExecutor, _check_models_here
@@ -44,13 +47,24 @@ def local_ray():
     ray.shutdown()
 
 
-def build(folder, models_dir, name, executor=None, cache="plain"):
-    cfg = BuildConfig(
+def config(folder, models_dir, cache: str) -> BuildConfig:
+    return BuildConfig(
         chunking=ChunkingConfig(max_tokens=24, overlap_tokens=4),
         extraction=tiny_config(entity_threshold=0.3, relation_threshold=0.0),
         models_dir=str(models_dir), reports=False, cache_dir=str(folder / f"cache-{cache}"),
     )
-    return build_index([TEXT], folder / name, schema=SCHEMA, config=cfg, progress=False, executor=executor)
+
+
+def document(folder):
+    """A file, so its chunks are embedded with a title ("obama notes") the way the build does it."""
+    doc = folder / "obama_notes.txt"
+    doc.write_text(TEXT, encoding="utf-8")
+    return doc
+
+
+def build(folder, models_dir, name, executor=None, cache="plain", extractor=None):
+    return build_index([document(folder)], folder / name, schema=SCHEMA, config=config(folder, models_dir, cache),
+                       progress=False, executor=executor, extractor=extractor)
 
 
 def scores_apart(a: dict, b: dict) -> tuple[dict, dict, float]:
@@ -74,7 +88,9 @@ def test_ray_build_equals_the_in_process_build(builds):
     _, plain, via_ray, executor = builds
     assert executor.num_cpus == 1.0  # the 2 CPUs shared out: one torch thread per actor
     assert via_ray.summary.model_calls["extraction"] == via_ray.summary.chunks >= 6  # all chunks went to the actors
-    assert len(executor.chunk_vectors) == len({c.text for c in load_index(via_ray.path).chunks()})  # ... and were embedded there
+    # ... and were embedded there, as the build embeds them (titled), so none is embedded twice
+    assert set(executor.chunk_vectors) == {titled(c.text, "obama notes") for c in load_index(via_ray.path).chunks()}
+    assert all(t.startswith("obama notes\n") for t in executor.chunk_vectors)
 
     a, b = load_index(plain.path), load_index(via_ray.path)
     ga, gb = a.graph(), b.graph()
@@ -100,6 +116,37 @@ def test_finished_chunks_are_not_redone(builds, tiny_models_dir):
     again = build(folder, tiny_models_dir, "ray-again", executor, cache="ray")  # same cache: nothing left to extract
     assert again.summary.model_calls["extraction"] == 0
     assert again.summary.model_calls["extraction_cached"] == first.summary.chunks
+
+
+def test_an_actor_that_dies_mid_build_is_restarted_and_redoes_no_finished_chunk(builds, tiny_models_dir, tmp_path):
+    """Ray Data restarts a dead actor and reruns only the batch it held (its defaults: max_restarts
+    and max_task_retries -1); batches that finished before are not sent again."""
+    folder, plain, _, _ = builds
+    log, crashed = tmp_path / "extracted.log", tmp_path / "crashed"
+
+    class DiesOnSecondBatch:  # defined here, so Ray pickles it by value to the actor
+        def __init__(self, inner):
+            self.inner, self.name, self.calls = inner, inner.name, 0
+
+        def describe(self):
+            return self.inner.describe()
+
+        def extract(self, chunks):
+            self.calls += 1
+            if self.calls == 2 and not crashed.exists():
+                crashed.touch()
+                os._exit(1)  # the worker process dies, as on an out-of-memory kill
+            with open(log, "a", encoding="utf-8") as f:
+                f.writelines(f"{c.id}\n" for c in chunks)
+            return self.inner.extract(chunks)
+
+    inner = make_extractor(SCHEMA, config(folder, tiny_models_dir, "x").extraction, models_dir=tiny_models_dir)
+    executor = RayExecutor(concurrency=1, batch_size=2, min_embed_texts=10**6)
+    r = build(folder, tiny_models_dir, "ray-crash", executor, cache="crash", extractor=DiesOnSecondBatch(inner))
+    assert crashed.exists()  # the actor did die
+    extracted = log.read_text(encoding="utf-8").split()
+    assert sorted(extracted) == sorted(c.id for c in load_index(r.path).chunks())  # each chunk exactly once
+    assert sorted(load_index(r.path).graph().nodes(data=True)) == sorted(load_index(plain.path).graph().nodes(data=True))
 
 
 def test_worker_without_the_model_files_names_the_path(tmp_path):
@@ -138,8 +185,7 @@ def test_without_ray_installed_the_error_is_an_install_hint(monkeypatch):
 def test_cli_ray_errors_name_the_fix(tmp_path, monkeypatch, capsys):
     from tiny_graphrag.cli import main
 
-    doc = tmp_path / "a.txt"
-    doc.write_text(TEXT, encoding="utf-8")
+    doc = document(tmp_path)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -29,6 +29,7 @@ from .errors import InputError, TinyGraphRAGError
 from .extract.base import Extractor, make_extractor
 from .extract.cached import Executor, extract_cached
 from .graph import build_graph
+from .records import Chunk
 from .llm import LLM, CachedLLM, open_llm
 from .models import choose_device
 from .placement import check_output, clean_stale_staging, disk_full_error, index_lock, is_index, publish, staging_dir
@@ -263,8 +264,13 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
         require_libraries()  # a missing umap-learn fails now, not after the extraction
     if embedder is None:
         embedder = Embedder(config.embedder_model, models_dir=config.models_dir, device=config.extraction.device)
+    title = {d.id: document_title(d.source) for d in docs}
+
+    def chunk_text(c: Chunk) -> str:  # what is embedded for a chunk
+        return titled(c.text, title[c.doc_id])
+
     if executor is not None:  # before extraction: the executor may embed the chunks as it extracts them
-        embedder = executor.embedder(embedder)
+        embedder = executor.embedder(embedder, chunk_text)
     embedder = CachedEmbedder(embedder, cache)  # an update embeds only new texts
     llm_info = ({"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx}
                 if config.reports or config.tree.enabled else None)
@@ -289,9 +295,7 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
         warnings.append("no relations were found: communities are single entities; check relation types/threshold")
 
     with timer.stage("embed"):  # no bar: sentence-transformers' "Batches" bars would nest in the build's
-        title = {d.id: document_title(d.source) for d in docs}
-        store.save_vectors("chunks", [c.id for c in chunks],
-                           embedder.embed([titled(c.text, title[c.doc_id]) for c in chunks]))
+        store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([chunk_text(c) for c in chunks]))
         keys = list(graph.nodes)
         store.save_vectors("entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys]))
 

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import socket
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -96,8 +96,8 @@ class _ExtractActor:
         chunks = _rows(batch)
         results = self.extractor.extract(chunks)
         out = {"pos": batch["pos"], "json": np.array([json.dumps(extraction_to_json(x)) for x in results])}
-        if self.embedder is not None:
-            out["vector"] = self.embedder.embed([c.text for c in chunks])
+        if self.embedder is not None:  # the text the build embeds for each chunk (with its title)
+            out["vector"] = self.embedder.embed([str(t) for t in batch["embed_text"]])
         return out
 
 
@@ -163,6 +163,7 @@ class RayExecutor:
         self.num_gpus, self.min_embed_texts = num_gpus, min_embed_texts
         self.chunk_vectors: dict[str, np.ndarray] = {}  # text -> vector, from the extraction actors
         self._embedder: "TextEmbedder | None" = None
+        self._chunk_text: Callable[[Chunk], str] = lambda c: c.text
         self._connect()
         if num_cpus is None and not num_gpus:
             total = float(self.ray.cluster_resources().get("CPU", 1))
@@ -198,11 +199,11 @@ class RayExecutor:
 
         if not chunks:
             return
-        rows = [dict(dataclasses.asdict(c), pos=i) for i, c in enumerate(chunks)]
+        rows = [dict(dataclasses.asdict(c), pos=i, embed_text=self._chunk_text(c)) for i, c in enumerate(chunks)]
         for batch in self._map(_ExtractActor, (extractor, self._embedder, self.num_cpus), rows, self.batch_size):
             for r, (pos, data) in enumerate(zip(batch["pos"], batch["json"])):
                 if "vector" in batch:
-                    self.chunk_vectors[chunks[int(pos)].text] = batch["vector"][r]
+                    self.chunk_vectors[rows[int(pos)]["embed_text"]] = batch["vector"][r]
                 yield int(pos), extraction_from_json(chunks[int(pos)].id, json.loads(str(data)))
 
     def embed(self, embedder: "TextEmbedder", texts: Sequence[str]) -> np.ndarray:
@@ -212,9 +213,12 @@ class RayExecutor:
             out[batch["pos"]] = batch["vector"]
         return out
 
-    def embedder(self, embedder: "TextEmbedder") -> RayEmbedder:
-        """`embedder` run through Ray; given before `extract`, the extraction actors embed the chunks."""
+    def embedder(self, embedder: "TextEmbedder", chunk_text: Callable[[Chunk], str] | None = None) -> RayEmbedder:
+        """`embedder` run through Ray; given before `extract`, the extraction actors embed each
+        chunk's `chunk_text` (what the build embeds for it) as they extract it."""
         self._embedder = embedder
+        if chunk_text is not None:
+            self._chunk_text = chunk_text
         return RayEmbedder(embedder, self)
 
 

@@ -6,7 +6,7 @@ crash keeps every finished chunk. The stored form is plain JSON, which executors
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
 from tqdm import tqdm
 
@@ -25,8 +25,10 @@ class Executor(Protocol):
         """(position in `chunks`, its extraction), in any order, as each is done."""
         ...
 
-    def embedder(self, embedder: "TextEmbedder") -> "TextEmbedder":
-        """`embedder`, running where the executor runs."""
+    def embedder(self, embedder: "TextEmbedder", chunk_text: Callable[[Chunk], str]) -> "TextEmbedder":
+        """`embedder`, running where the executor runs; `chunk_text` is what the build embeds for a
+        chunk (its text with its document's title), so an executor that embeds chunks as it extracts
+        them embeds exactly that."""
         ...
 
 
