@@ -260,7 +260,8 @@ def run(ctx: Context) -> dict[str, Any]:
     from tiny_graphrag.chunking import chunk_documents, count_tokens
     from tiny_graphrag.config import ChunkingConfig, ExtractionConfig
     from tiny_graphrag.documents import document_from_text
-    from tiny_graphrag.extract.gliner import GlinerGlirelExtractor
+    from tiny_graphrag.errors import MissingDependencyError
+    from tiny_graphrag.extract.gliner import GlinerGlirelExtractor, runtime_for
     from tiny_graphrag.schema import Schema
 
     mode = ctx.mode
@@ -284,9 +285,16 @@ def run(ctx: Context) -> dict[str, Any]:
                            entity_threshold=threshold, device="cpu")
     extractor = GlinerGlirelExtractor(schema, cfg)
     # "ours" is the batched path without the CPU levers; "levers" adds length-bucketed batches
-    # and mention pruning (same outputs: checked below); "int8" adds dynamic int8 quantization.
+    # and mention pruning (same outputs: checked below); "onnx" runs the levers' path with both
+    # encoders on ONNX Runtime (same outputs to float rounding); "int8" adds dynamic int8 quantization.
     extractor.bucket = extractor.relations.prune = False
     variants = {"levers": GlinerGlirelExtractor(schema, cfg)}
+    try:
+        variants["onnx"] = GlinerGlirelExtractor(schema, replace(cfg, runtime="onnx"))
+        runtime_for(variants["onnx"].config)  # onnxruntime installed?
+    except MissingDependencyError as exc:
+        log.warning("the ONNX path is skipped: %s", exc)
+        variants.pop("onnx")
     if mode.extraction_models == "real-arch":  # on the tiny models the encoders are not the cost
         variants["int8"] = GlinerGlirelExtractor(schema, replace(cfg, quantize="int8"))
 
@@ -418,7 +426,7 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
         (f"RATIO ours + {name} / seed", f"{r[name]['speedup_vs_seed']}x ({r[name]['tokens_per_s']} tok/s; "
                                           f"entity agreement F1 {r[name]['agreement_with_ours']['entity_agreement_f1']}, "
                                           f"relation {r[name]['agreement_with_ours']['relation_agreement_f1']})")
-        for name in ("levers", "int8") if name in r
+        for name in ("levers", "onnx", "int8") if name in r
     ] + [
         ("ours s per 1k tokens (GLiNER / GLiREL)",
          f"{r['ours_seconds_per_1k_tokens']} ({r['ours_gliner_seconds_per_1k_tokens']} / {r['ours_glirel_seconds_per_1k_tokens']})"),

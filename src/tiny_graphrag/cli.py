@@ -46,7 +46,7 @@ def _build(args) -> int:
         **{k: v for k, v in {
             "spacy_model": args.spacy_model, "gliner_model": args.gliner_model, "glirel_model": args.glirel_model,
             "entity_threshold": args.entity_threshold, "relation_threshold": args.relation_threshold,
-            "device": args.device, "quantize": args.quantize,
+            "device": args.device, "quantize": args.quantize, "runtime": args.runtime,
         }.items() if v is not None},
     )
     ch = cfg.chunking
@@ -178,14 +178,16 @@ def _query(args) -> int:
     from .search.config import SearchConfig
     from .search.engine import QueryEngine
 
-    if args.level is not None and args.mode != "global":
-        raise InputError("--level is only for global search")
+    if (args.level is not None or args.over is not None) and args.mode != "global":
+        raise InputError("--level and --over are only for global search")
     if args.strategy is not None and args.mode != "tree":
         raise InputError("--strategy is only for tree search")
     config = SearchConfig(context_tokens=args.context_tokens)
     qe = QueryEngine(args.index, models_dir=args.models_dir, config=config)
     _change_llm(qe, model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx)
-    kwargs = {"level": args.level} if args.mode == "global" else {}
+    kwargs = {}
+    if args.mode == "global":
+        kwargs = {"level": args.level, "config": replace(config.global_, source=args.over or "auto")}
     if args.mode == "tree":
         kwargs = {"strategy": args.strategy}
     stream = args.stream and not args.json and not args.only_context

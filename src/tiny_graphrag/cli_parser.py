@@ -98,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     b.add_argument("--quantize", choices=["int8"], help="GLiNER/GLiREL linear layers as dynamic int8 on CPU "
                    "(faster; scores move slightly, see bench/RESULTS.md)")
+    b.add_argument("--runtime", choices=["torch", "onnx"], help="run GLiNER/GLiREL's encoders with ONNX Runtime "
+                   "on CPU (same predictions, faster; needs tiny-graphrag[onnx]) or PyTorch (the default)")
     b.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", help="extract and embed on Ray actors: a "
                    "cluster's HOST:PORT, or no address for RAY_ADDRESS or a local instance (needs tiny-graphrag[ray])")
     b.add_argument("--ray-actors", type=_int_at_least(1), default=1, help="Ray actors (model copies)")
@@ -123,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("question", help="the question, in quotes")
     q.add_argument("--index", required=True, help="an index folder written by build")
     q.add_argument("--level", type=_int_at_least(0), help="community level for global search (default: chosen by size)")
+    q.add_argument("--over", choices=["reports", "tree"],
+                   help="global search: map the community reports or the tree's summaries (default: the reports, "
+                        "else the tree's summaries)")
     q.add_argument("--strategy", choices=["collapsed", "traversal"],
                    help="tree search: rank every layer at once (collapsed, the default) or walk down from the top")
     q.add_argument("--show-context", action="store_true", help="print the context the model saw")

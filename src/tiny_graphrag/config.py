@@ -50,10 +50,18 @@ class ExtractionConfig:
     # "int8": GLiNER/GLiREL linear layers as dynamic int8 on CPU. Faster, but scores move a
     # little (agreement with fp32 in bench/RESULTS.md), so fp32 stays the default.
     quantize: str | None = None
+    # "onnx": the models' encoders run by ONNX Runtime on the CPU (same weights, same predictions
+    # to float rounding; faster on CPU, see bench/RESULTS.md). "torch": PyTorch runs them all.
+    runtime: str = "torch"
 
     def __post_init__(self) -> None:
         if self.quantize not in (None, "int8"):
             raise ConfigError(f"extraction quantize must be None or 'int8', got {self.quantize!r}")
+        if self.runtime not in ("torch", "onnx"):
+            raise ConfigError(f"extraction runtime must be 'torch' or 'onnx', got {self.runtime!r}")
+        if self.runtime == "onnx" and self.quantize:
+            raise ConfigError("extraction runtime 'onnx' and quantize 'int8' cannot be combined. To fix: choose one "
+                              "(--runtime onnx keeps fp32 predictions; --quantize int8 changes them a little)")
         check_range("extraction entity_threshold", self.entity_threshold, 0.0, 1.0)
         check_range("extraction relation_threshold", self.relation_threshold, 0.0, 1.0)
         check_range("extraction batch_size", self.batch_size, 1)
@@ -126,7 +134,10 @@ class TreeConfig:
     # Text per summary prompt; an over-budget cluster is clustered again. RAPTOR used 3,500 with
     # 4k+ windows; less keeps a CPU's prompt processing short and fits n_ctx=4096 with room.
     cluster_tokens: int = 2000
-    summary_tokens: int = 100  # output per summary: RAPTOR's summarization_length (a cut-off one is retried)
+    # Output per summary (a cut-off one is asked again with 64 more). RAPTOR's summarization_length
+    # is 100, but Qwen2.5-0.5B's summaries ran 136-149 tokens, so at 100 every summary took two
+    # calls (bench/RESULTS.md, "RAPTOR trees").
+    summary_tokens: int = 160
     seed: int = 224  # RAPTOR's RANDOM_SEED: UMAP and the mixture are seeded, so a rebuild is identical
 
     def __post_init__(self) -> None:

@@ -11,23 +11,22 @@ import argparse
 import bisect
 import json
 import logging
-import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..chunking import WORD_RE
-from ..errors import ConfigError, ModelLoadError, require
+from ..errors import ModelLoadError, require
 from ..loaded import cached_model, clear_models
-from ..models import choose_device, file_fingerprint, load_error, refetch_hint, resolve_model
+from ..models import file_fingerprint, load_error, refetch_hint, resolve_model
 from ..models import models_dir as default_models_dir
 from ..records import Chunk, EntityMention, Extraction, RelationMention
 from ..schema import Schema
 from .base import (
     Relations, best_label_per_pair, dedupe_mentions, enforce_constraints, extract_batches, pairable, type_partners,
 )
+from .runtime import Runtime, optimized, runtime_for
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
@@ -37,43 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-# ---- runtime and loading ------------------------------------------------------------------
-@dataclass(frozen=True)
-class Runtime:
-    device: str
-    half: bool
-    quantize: str | None = None  # "int8": dynamic int8 linear layers (CPU only)
-
-    @property
-    def dtype(self) -> str:
-        if self.quantize:
-            return f"{self.quantize}-dynamic"
-        return "float16" if self.half else "float32"
-
-
-def runtime_for(config: "ExtractionConfig") -> Runtime:
-    """Device from the config (else CUDA -> MPS -> CPU); fp16 only on CUDA and when asked."""
-    device = choose_device(config.device)
-    quantize = getattr(config, "quantize", None)
-    if quantize and device != "cpu":
-        raise ConfigError(f"extraction quantize='{quantize}' runs on the CPU only, but the device is {device}. "
-                          "To fix: pass --device cpu, or drop the quantization (on a GPU use half precision).")
-    return Runtime(device=device, half=bool(config.half_precision) and device.startswith("cuda"), quantize=quantize)
-
-
-def _quantized(model: Any, rt: Runtime) -> Any:
-    """The model with its linear layers (nearly all the FLOPs) as dynamic int8, when `rt` asks.
-    Scores move (agreement with fp32 in bench/RESULTS.md): opt-in."""
-    if not rt.quantize:
-        return model
-    import torch
-    from torch.ao.quantization import quantize_dynamic
-
-    with warnings.catch_warnings():  # torch deprecates these tensor types in favour of torchao
-        warnings.simplefilter("ignore", UserWarning)
-        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
-
-
+# ---- loading ------------------------------------------------------------------------------
 _FINGERPRINTS: dict[str, str] = {}
 
 
@@ -83,8 +46,8 @@ def clear_model_cache() -> None:
     clear_models("glirel")
 
 
-def _key(path: Path, rt: Runtime) -> tuple[str, str, bool, str | None]:
-    return str(path.resolve()), rt.device, rt.half, rt.quantize
+def _key(path: Path, rt: Runtime) -> tuple[str, str, bool, str | None, bool]:
+    return str(path.resolve()), rt.device, rt.half, rt.quantize, rt.onnx
 
 
 def fingerprint(path: Path) -> str:
@@ -116,7 +79,7 @@ def load_gliner(path: Path, rt: Runtime) -> Any:
             model = gliner.GLiNER.from_pretrained(str(path), local_files_only=True, map_location=rt.device)
             if rt.half:
                 model.half()
-            model = _quantized(model, rt)
+            model = optimized(model, rt, "gliner")
         except Exception as exc:
             raise load_error(
                 "GLiNER", path, exc, device=rt.device,
@@ -223,7 +186,7 @@ def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | N
             model.to(rt.device)
             if rt.half:
                 model.half()
-            model = _quantized(model, rt)
+            model = optimized(model, rt, "glirel")
         except Exception as exc:
             raise load_error("GLiREL", path, exc, device=rt.device) from exc
         if result.missing_keys:
