@@ -2,6 +2,7 @@
 
     python -m bench.tree cost --sizes 1000 2000 4000 --json cost.json   # tree vs reports, 3 corpus sizes
     python -m bench.tree recall --questions 20 --json recall.json       # hotpotqa100 held-out half
+    python -m bench.tree answers --questions 20 --json answers.json     # EM/F1: naive, local, tree (0.5B reader)
     python -m bench.tree carol --json carol.json                        # A Christmas Carol, whole-story questions
 
 cost: the first n tokens of the Obama article built once with the spaCy extractor, community
@@ -20,8 +21,13 @@ HotpotQA's distractors: 10 a question), one chunk each, with the tree built over
 context within the same budget. Passage recall@k with 95% bootstrap intervals over questions.
 Nothing was tuned on these questions.
 
+answers: the same questions and passages (with spaCy's graph, for local search), the same tree;
+bench/answers.py's reader (Qwen2.5-Coder-0.5B), answer prompt, 800-token context budget for every
+mode, and scoring (EM/F1 with 95% intervals, paired differences).
+
 carol: A Christmas Carol (Gutenberg text) with the tree and reports, a few whole-story questions
-answered by tree, global and naive search with Qwen2.5-Coder-0.5B; the answers are printed side by side.
+answered by tree, global (over the community reports, and over the tree's summaries) and naive
+search with Qwen2.5-Coder-0.5B; the answers are printed side by side.
 """
 
 from __future__ import annotations
@@ -190,10 +196,49 @@ def recall(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]:
     return out
 
 
+def answers(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]:
+    """EM/F1 of the 0.5B reader (bench/answers.py's reader, prompt, budget and scoring) answering
+    from naive, local and tree (collapsed, traversal) contexts over `_subset`'s passages."""
+    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.search.config import TreeSearchConfig
+
+    from . import answers as ans
+    from . import retrieval_eval as rev
+
+    held, corpus = _subset(n_questions)
+    embedder = Embedder()
+    # spaCy's graph, as the answers bench's index has, so local search has entities to walk.
+    index = rev.build_passage_index(work / "hotpot" / "idx", corpus, embedder=embedder, extractor="spacy")
+    llm, counting = _llm(SMOLLM, work / "hotpot" / "calls.sqlite")
+    tree_info = _add_tree(index, llm, embedder, summary_tokens)
+    reader = ans.Reader(index, ans.open_reader(work / "hotpot" / "reader.sqlite"))
+    engine = reader.engine
+
+    def tree_mode(strategy: str):
+        config = TreeSearchConfig(strategy=strategy, context_tokens=ans.BUDGET)
+        return lambda q: reader._search(lambda text: engine.tree_search(text, config=config), q)
+
+    modes = {"naive": reader.naive, "local": reader.local, "tree_collapsed": tree_mode("collapsed"),
+             "tree_traversal": tree_mode("traversal")}
+    records = []
+    for i, q in enumerate(held):
+        rec = {"id": q.id, "question": q.text, "gold_answer": q.answer, "gold_titles": list(q.gold),
+               "modes": {m: ans.score_record(q.answer, fn(q)) for m, fn in modes.items()}}
+        records.append(rec)
+        log.info("answers %d/%d: %s", i + 1, len(held), {m: r["answer"] for m, r in rec["modes"].items()})
+    reader.close()
+    summary = ans.summarize(records, list(modes))
+    for a, b in (("tree_collapsed", "naive"), ("tree_collapsed", "local"), ("tree_collapsed", "tree_traversal")):
+        summary["paired"][f"{a}-{b}"] = {m: ans.paired([r["modes"][a][m] for r in records],
+                                                       [r["modes"][b][m] for r in records]) for m in ("em", "f1")}
+    return {"questions": len(held), "passages": len(corpus), "budget_tokens": ans.BUDGET, "tree": tree_info,
+            "tree_llm": counting.stages, "reader": ans.READER_FILE, **summary, "records": records}
+
+
 # ---- A Christmas Carol -------------------------------------------------------------------------
 def carol(work: Path) -> dict[str, Any]:
     from tiny_graphrag import build_index
-    from tiny_graphrag.search.config import SearchConfig
+    from tiny_graphrag.search.config import GlobalConfig, SearchConfig
     from tiny_graphrag.search.engine import QueryEngine
 
     folder = work / "carol"
@@ -203,20 +248,29 @@ def carol(work: Path) -> dict[str, Any]:
     with QueryEngine(r.path, llm=llm, config=SearchConfig(context_tokens=BUDGET, answer_max_tokens=160)) as qe:
         for q in CAROL_QUESTIONS:
             row = {"question": q}
-            for mode in ("tree", "global", "naive"):
-                res = getattr(qe, f"{mode}_search")(q)
-                row[mode] = {"answer": res.answer, "llm_calls": res.llm_calls, "context_tokens": res.context_tokens}
+            runs = {"tree": lambda: qe.tree_search(q), "global": lambda: qe.global_search(q),
+                    "global_over_tree": lambda: qe.global_search(q, config=GlobalConfig(source="tree")),
+                    "naive": lambda: qe.naive_search(q)}
+            for mode, ask in runs.items():
+                t0 = time.perf_counter()
+                res = ask()
+                row[mode] = {"answer": res.answer, "llm_calls": res.llm_calls, "context_tokens": res.context_tokens,
+                             "seconds": rnd(time.perf_counter() - t0, 1), "level": res.details.get("level")}
+                log.info("%s | %s: %s", q, mode, res.answer)
             answers.append(row)
     return {"summary": r.summary.to_dict(), "tree": r.open().manifest["tree"], "llm": counting.stages,
             "answers": answers}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tiny_graphrag.config import TreeConfig
+
     p = argparse.ArgumentParser(prog="python -m bench.tree", description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["cost", "recall", "carol"])
+    p.add_argument("what", choices=["cost", "recall", "answers", "carol"])
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000])
     p.add_argument("--questions", type=int, default=20)
-    p.add_argument("--summary-tokens", type=int, default=100, help="recall: output per summary (RAPTOR's default 100)")
+    p.add_argument("--summary-tokens", type=int, default=TreeConfig().summary_tokens,
+                   help="recall, answers: output per summary (default: TreeConfig's)")
     p.add_argument("--work", type=Path, help="scratch folder (default: a fresh temporary one, removed after)")
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args(argv)
@@ -224,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-tree-"))
     try:
         result = {"cost": lambda: cost(args.sizes, work), "recall": lambda: recall(args.questions, work, args.summary_tokens),
+                  "answers": lambda: answers(args.questions, work, args.summary_tokens),
                   "carol": lambda: carol(work)}[args.what]()
     finally:
         if args.work is None:

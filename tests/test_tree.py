@@ -134,3 +134,59 @@ def test_tree_search_sources_resolve_summaries_to_the_chunks_they_cover(tmp_path
         collapsed = qe.tree_search("Where did Obama study law?", only_context=True)
         traversal = qe.tree_search("Where did Obama study law?", strategy="traversal", only_context=True)
         assert collapsed.details["ranking"][0][1] >= traversal.details["ranking"][0][1]  # collapsed sees all
+
+
+def test_global_search_maps_the_tree_summaries_of_an_index_without_reports(tmp_path, embedder):
+    from tiny_graphrag.search.config import GlobalConfig
+
+    text = open(OBAMA, encoding="utf-8").read()[:12000]
+    result, llm = _build(tmp_path, embedder, [text], chunking=ChunkingConfig(max_tokens=64, overlap_tokens=0))
+
+    def respond(messages, schema, max_tokens):
+        if schema is not None:  # a map call: one point per batch, citing its first report row
+            rid = messages[-1]["content"].split("-----Reports-----\nid|title|content\n", 1)[1].split("|", 1)[0]
+            return '{"points": [{"description": "Obama studied law [Data: Reports (%s)]", "score": 70}]}' % rid
+        return "He studied law at Harvard [Data: Reports (1)]."
+
+    reader = FakeLLM(respond)
+    with QueryEngine(result.path, llm=reader, embedder=embedder) as qe:
+        nodes = qe.store.tree()
+        top = max(n.layer for n in nodes)
+        res = qe.global_search("What is the article about?")  # "auto": no reports, so the tree's summaries
+        assert res.details["mapped"] == "tree summaries" and res.details["levels"] == list(range(top))
+        level_nodes = {n.id for n in nodes if n.layer == top - res.details["level"]}
+        assert {r.community_id for r in res.sources.reports} <= level_nodes and res.sources.reports
+        doc = qe.store.documents()[0].text
+        covered = {c for n in nodes if n.id in {r.community_id for r in res.sources.reports} for c in n.chunks}
+        assert {c.chunk_id for c in res.sources.chunks} == covered  # a summary resolves to the chunks it covers
+        assert all(doc[c.start:c.end] == c.text for c in res.sources.chunks)
+        assert res.llm_calls == res.details["map_chunks"] + 1 and "Harvard" in res.answer
+        root = qe.global_search("What is the article about?", level=0, only_context=True)
+        assert {r.community_id for r in root.sources.reports} == {n.id for n in nodes if n.layer == top}
+        with pytest.raises(InputError, match="no community reports.*--tree"):
+            qe.global_search("What is it about?", config=GlobalConfig(source="reports"))
+
+
+def test_global_search_over_a_tree_that_is_not_there_names_the_build_option(tmp_path, embedder):
+    from tiny_graphrag.search.config import GlobalConfig
+
+    result, llm = _build(tmp_path, embedder, ["Obama was born in Hawaii."], tree=TreeConfig())
+    with QueryEngine(result.path, llm=llm, embedder=embedder) as qe:
+        with pytest.raises(InputError, match="no community reports.*--tree"):
+            qe.global_search("What is it about?")
+        with pytest.raises(InputError, match="no RAPTOR tree.*--tree"):
+            qe.global_search("What is it about?", config=GlobalConfig(source="tree"))
+    with pytest.raises(ValueError, match="'auto', 'reports' or 'tree'"):
+        GlobalConfig(source="trees")
+
+
+def test_cli_global_over_the_tree(tmp_path, embedder, capsys):
+    from tiny_graphrag.cli import main
+
+    text = open(OBAMA, encoding="utf-8").read()[:6000]
+    result, _ = _build(tmp_path, embedder, [text], chunking=ChunkingConfig(max_tokens=64, overlap_tokens=0))
+    assert main(["query", "global", "What is it about?", "--index", str(result.path), "--over", "tree",
+                 "--only-context"]) == 0
+    assert "summary of" in capsys.readouterr().out  # the tree's summaries were mapped
+    assert main(["query", "local", "What is it about?", "--index", str(result.path), "--over", "tree"]) == 2
+    assert "only for global search" in capsys.readouterr().err

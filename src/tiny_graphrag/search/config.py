@@ -87,6 +87,13 @@ class GlobalConfig:
     prefilter_top: int | None = None
     prefilter_min_similarity: float | None = None
     shuffle_seed: int = 0  # GraphRAG shuffles reports before packing so no chunk is all one topic
+    # What is mapped: "reports" (community reports), "tree" (the RAPTOR tree's summaries, the top
+    # layer as level 0), or "auto": the reports, else the tree's summaries when the index has none.
+    source: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.source not in ("auto", "reports", "tree"):
+            raise ValueError(f"global search source must be 'auto', 'reports' or 'tree', got {self.source!r}")
 
 
 @dataclass(frozen=True)

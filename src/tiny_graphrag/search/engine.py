@@ -106,6 +106,7 @@ class QueryEngine:
         self.sid_of: dict[str, int] = dict(self.store.source_ids())
         self.globals = GlobalIndex(self.store.reports(), self._optional_vectors("reports"))
         self.reports_by_community = {r.community_id: r for r in self.globals.reports}
+        self._tree_globals: GlobalIndex | None = None  # the tree's summaries as reports, loaded on first use
         self.communities = self.store.communities()
         self.graph_index = GraphIndex(self.graph)
         self.linker = EntityLinker(self.graph, self.entity_vectors)
@@ -239,7 +240,8 @@ class QueryEngine:
         stream: bool = False,
         config: GlobalConfig | None = None,
     ) -> SearchResult | StreamingResult:
-        """Map the level's community reports to scored key points, reduce them to one answer.
+        """Map the level's community reports (or, without reports, the RAPTOR tree's summaries:
+        GlobalConfig.source) to scored key points, reduce them to one answer.
 
         LLM calls = map chunks + 1 (the reduce call is skipped when no point scored above 0;
         the answer then says the index holds nothing relevant)."""

@@ -28,12 +28,13 @@ import numpy as np
 
 from ..errors import InputError
 from ..llm import LLM
-from ..records import Report
+from ..records import Report, TreeNode
 from ..tables import Count
 from .answer import CallMeter
 from .config import GlobalConfig
 from .context import (
-    BuiltContext, KeyPoint, MapBatch, build_reduce_context, nested_sources, pack_report_batches, source_report,
+    BuiltContext, KeyPoint, MapBatch, build_reduce_context, nested_sources, pack_report_batches, source_chunk,
+    source_report,
 )
 from .prompts import map_messages, map_schema, reduce_messages
 from .result import SearchResult, Sources, StreamingResult
@@ -91,10 +92,15 @@ def parse_map_answer(text: str, batch: int) -> tuple[list[KeyPoint], bool]:
 
 
 class GlobalIndex:
-    """The report table of an index: short ids, levels, vectors for the optional pre-filter."""
+    """The report table of an index: short ids, levels, vectors for the optional pre-filter.
 
-    def __init__(self, reports: Sequence[Report], report_vectors: VectorIndex | None = None):
+    `covers` is set for the RAPTOR tree's summaries taken as reports: the chunk ids each covers,
+    so a summary's sources resolve to document text."""
+
+    def __init__(self, reports: Sequence[Report], report_vectors: VectorIndex | None = None,
+                 covers: dict[str, tuple[str, ...]] | None = None):
         self.reports = list(reports)
+        self.covers = covers
         # A report's citation id is its row in the index's report table: the same in every search.
         self.id_of: dict[str, int] = {r.community_id: i for i, r in enumerate(self.reports)}
         self.vectors = report_vectors
@@ -137,6 +143,39 @@ class GlobalIndex:
         return scored
 
 
+def tree_as_reports(nodes: Sequence[TreeNode], vectors: VectorIndex) -> GlobalIndex:
+    """The tree's summaries as one report table: the top layer is level 0 (the broadest, like a
+    root community), each layer down one level deeper."""
+    top = max((n.layer for n in nodes), default=0)
+    reports = [Report(n.id, top - n.layer, f"summary of {len(n.chunks)} passages (layer {n.layer})", n.text, 0.0, "")
+               for n in sorted(nodes, key=lambda n: (-n.layer, n.id))]
+    return GlobalIndex(reports, vectors, covers={n.id: n.chunks for n in nodes})
+
+
+def _map_source(engine: QueryEngine, config: GlobalConfig) -> GlobalIndex:
+    """The reports, or the tree's summaries (config.source; "auto": the tree only without reports)."""
+    has_tree = bool(engine.store.manifest.get("tree"))
+    if config.source == "reports" or (config.source == "auto" and (engine.globals.levels or not has_tree)):
+        if engine.globals.levels:
+            return engine.globals
+        raise InputError(
+            f"index {engine.path} has no community reports, which global search needs: it was built without "
+            "them (`tiny-graphrag build --no-reports`, BuildConfig(reports=False)) or its graph has no "
+            "communities. Rebuild it with reports (they need an LLM) or with a tree (`--tree`, whose summaries "
+            "global search then maps), or use local or naive search"
+        )
+    if not has_tree:
+        raise InputError(f"index {engine.path} has no RAPTOR tree to map (GlobalConfig(source='tree')): rebuild it "
+                         "with `tiny-graphrag build FILE... --out DIR --tree`, or use source='reports'")
+    if engine._tree_globals is None:
+        nodes = engine.store.tree()
+        if not nodes:
+            raise InputError(f"the tree of {engine.path} has no summaries (too few chunks): use naive or tree search")
+        ids, matrix = engine.store.vectors("tree")
+        engine._tree_globals = tree_as_reports(nodes, VectorIndex(ids, matrix, device=engine.device))
+    return engine._tree_globals
+
+
 def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalConfig) -> list[MapAnswer]:
     """One constrained call per batch."""
     schema = map_schema(config.max_points)
@@ -154,16 +193,10 @@ def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalCon
 def search_global(
     engine: QueryEngine, query: str, level: int | None, config: GlobalConfig, *, only_context: bool, stream: bool
 ) -> SearchResult | StreamingResult:
-    globals_ = engine.globals
+    globals_ = _map_source(engine, config)
     if level is None:
         level = config.level
     levels = globals_.levels
-    if not levels:
-        raise InputError(
-            f"index {engine.path} has no community reports, which global search needs: it was built without "
-            "them (`tiny-graphrag build --no-reports`, BuildConfig(reports=False)) or its graph has no "
-            "communities. Rebuild it with reports (they need an LLM), or use local or naive search"
-        )
     if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level not in levels):
         raise InputError(f"community level {level!r} does not exist in {engine.path}; its levels are {levels}")
     run = engine.begin("global", query, only_context=only_context)
@@ -186,9 +219,14 @@ def search_global(
     shown = {rid for b in batches for rid in b.report_ids}
     sources = nested_sources(Sources(reports=tuple(source_report(rid, r) for rid, r in at_level if rid in shown)),
                              engine.store, engine.graph_index)
+    if globals_.covers is not None:  # tree summaries: their sources are the chunks they cover
+        covered = dict.fromkeys(c for rid, r in at_level if rid in shown for c in globals_.covers[r.community_id])
+        sources = sources.merged(Sources(chunks=tuple(source_chunk(engine.store.chunk(c), engine.sid_of[c])
+                                                      for c in covered)))
     map_text = "\n\n".join(f"=====Map call {i + 1} of {len(batches)}=====\n{b.text}" for i, b in enumerate(batches))
     details: dict[str, Any] = run.details
     details.update(
+        mapped="tree summaries" if globals_.covers is not None else "community reports",
         level=chosen,
         levels=levels,
         level_chosen_by="argument" if level is not None else "default rule (deepest level within max_map_chunks)",
