@@ -61,6 +61,10 @@ def test_ratios_are_reported(quick_results):
     assert ext["ours"]["tokens_per_s"] > 0 and ext["seed"]["tokens_per_s"] > 0
     assert ext["seed"]["path"] in ("spacy-wrappers", "emulated")
     assert ext["ours"]["entities"] > 0  # the calibrated threshold leaves work for GLiREL
+    # the output-preserving paths give the plain path's extractions
+    for name in ("levers", "onnx"):
+        agree = ext[name]["agreement_with_ours"]
+        assert agree["entity_agreement_f1"] == agree["relation_agreement_f1"] == 1.0, (name, agree)
     assert s["embedding"]["speedup"] > 0 and s["embedding"]["speedup_vs_seed_chunking"] > 0
     assert s["llm"]["raw"]["prompt_tokens_per_s"] > 0
     g = s["global_calls"]

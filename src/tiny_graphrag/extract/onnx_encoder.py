@@ -8,8 +8,8 @@ that runs the exported graph: the rest of each model, tokenization and decoding 
 the library's own code. The weights are the same floats, so predictions agree with PyTorch's to
 float rounding (tests/test_extract_onnx.py; speed in bench/RESULTS.md).
 
-Each process exports once per model load, into a temporary folder it removes at exit: nothing is
-written beside the user's model files.
+Each process exports once per model load, into a temporary folder removed as soon as ONNX
+Runtime has read it (and at exit): nothing is written beside the user's model files.
 """
 
 from __future__ import annotations
@@ -73,10 +73,12 @@ def _onnx_module(encoder: Any, path: Path, threads: int | None) -> Any:
     import torch
     from transformers.modeling_outputs import BaseModelOutput
 
+    config = encoder.config  # only the config: the torch weights are freed once replaced
+
     class OnnxEncoder(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.config = encoder.config
+            self.config = config
             self.session = _session(path, threads)
             # GLiREL finds its device (and GLiNER its dtype) from the encoder's first parameter.
             self.anchor = torch.nn.Parameter(torch.zeros(1), requires_grad=False)
@@ -108,5 +110,6 @@ def with_onnx_encoders(model: Any, name: str, threads: int | None = None) -> Any
         t0 = time.perf_counter()
         _export(child, path)
         setattr(parent, attr, _onnx_module(child, path, threads))
+        shutil.rmtree(path.parent, ignore_errors=True)  # the session holds the graph: free the disk (GBs)
         log.info("%s: %s exported to ONNX in %.1fs", name, type(child).__name__, time.perf_counter() - t0)
     return model
