@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tiny_graphrag.search.prompts import (
     LOCAL_CITATIONS, MIN_MAP_POINTS, NAIVE_CITATIONS, NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_messages, fill, map_messages,
     map_schema, reduce_messages,
@@ -91,3 +93,25 @@ def test_map_answer_parsing_keeps_each_point_once():
     assert valid and [(p.description[:4], p.score, p.batch) for p in points] == [("Lyon", 90, 2), ("Pari", 100, 2)]
     points, valid = parse_map_answer("not json", 0)
     assert not valid and points[0].description == INVALID_MAP_ANSWER and points[0].score == 0
+
+
+@pytest.mark.parametrize("cut", [0, 1, 25, 50])
+def test_a_cut_off_map_answer_keeps_its_complete_points(cut):
+    from tiny_graphrag.search.global_search import parse_map_answer
+
+    whole = ('{"points": [{"description": "Scrooge becomes generous [Data: Reports (2)]", "score": 90}, '
+             '{"description": "Marley warns him", "score": 70}, {"description": "Tiny Tim does not die", "score": 60}]}')
+    third = whole.index('{"description": "Tiny')
+    points, valid = parse_map_answer(whole[: third + cut], 1)  # cut inside (or just before) the third point
+    assert valid and [(p.description, p.score) for p in points] == [
+        ("Scrooge becomes generous [Data: Reports (2)]", 90), ("Marley warns him", 70)]
+    points, valid = parse_map_answer('{"points": [{"description": "Scrooge bec', 1)  # nothing whole: invalid
+    assert not valid and points[0].score == 0
+
+
+def test_map_descriptions_are_bounded_so_the_points_fit_the_output_budget():
+    for max_points, max_tokens in ((5, 400), (3, 400), (5, 2000), (1, 100)):
+        limit = map_schema(max_points, max_tokens)["properties"]["points"]["items"]["properties"]["description"]["maxLength"]
+        assert 80 <= limit <= 500
+        # ~3 characters a token and ~10 tokens of JSON per point: max_points full points fit
+        assert max_points * (limit / 3 + 10) + 10 <= max_tokens or limit == 80

@@ -58,9 +58,27 @@ class MapAnswer:
     completion_tokens: int = 0
 
 
+def _complete_points(text: str) -> list[Any] | None:
+    """The whole point objects of a map answer cut off inside its list (max_tokens reached):
+    every object up to the one the cut fell in; None when there is no list to read."""
+    m = re.search(r'"points"\s*:\s*\[', text)
+    if not m:
+        return None
+    decoder, points, pos = json.JSONDecoder(), [], m.end()
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        try:
+            obj, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return points
+        points.append(obj)
+
+
 def parse_map_answer(text: str, batch: int) -> tuple[list[KeyPoint], bool]:
-    """Key points from a map answer; anything unusable degrades to one score-0 point."""
-    data = None
+    """Key points from a map answer; a cut-off answer keeps its complete points; anything
+    unusable degrades to one score-0 point."""
+    data: Any = None
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, TypeError):
@@ -70,6 +88,8 @@ def parse_map_answer(text: str, batch: int) -> tuple[list[KeyPoint], bool]:
                 data = json.loads(m.group(0))
             except json.JSONDecodeError:
                 data = None
+        if data is None:
+            data = _complete_points(text or "")
     raw_points = data.get("points") if isinstance(data, dict) else data if isinstance(data, list) else None
     if not isinstance(raw_points, list):
         return [KeyPoint(INVALID_MAP_ANSWER, 0, batch)], False
@@ -178,7 +198,7 @@ def _map_source(engine: QueryEngine, config: GlobalConfig) -> GlobalIndex:
 
 def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalConfig) -> list[MapAnswer]:
     """One constrained call per batch."""
-    schema = map_schema(config.max_points)
+    schema = map_schema(config.max_points, config.map_max_tokens)
     answers = []
     for i, batch in enumerate(batches):
         out = llm.complete(map_messages(batch.text, query), schema=schema, max_tokens=config.map_max_tokens,

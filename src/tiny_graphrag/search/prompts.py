@@ -79,9 +79,15 @@ Answer:"""
 MIN_MAP_POINTS = 3  # a 0.5B model stopped after one point, which left a reduce for "main themes" one fact
 
 
-def map_schema(max_points: int) -> dict[str, Any]:
+def map_schema(max_points: int, max_tokens: int = 400) -> dict[str, Any]:
     """The JSON schema a map answer is constrained to: at least MIN_MAP_POINTS points (fewer when
-    `max_points` is lower), so a small model reads past its first fact; unhelpful ones score 0."""
+    `max_points` is lower), so a small model reads past its first fact; unhelpful ones score 0.
+
+    Descriptions are bounded so that `max_points` full ones fit in `max_tokens` (~3 characters a
+    token, ~10 tokens of JSON per point): a small model fills a string up to its bound, and with
+    500 characters each its third point ran past 400 tokens and the whole answer was cut off."""
+    per_point = max(1, (max_tokens - 10) // max(1, max_points) - 10)
+    description_chars = max(80, min(500, 3 * per_point))
     return {
         "type": "object",
         "properties": {
@@ -93,7 +99,7 @@ def map_schema(max_points: int) -> dict[str, Any]:
                     "type": "object",
                     "properties": {
                         # Bounded so a small model cannot loop inside one string.
-                        "description": {"type": "string", "minLength": 1, "maxLength": 500},
+                        "description": {"type": "string", "minLength": 1, "maxLength": description_chars},
                         "score": {"type": "integer", "minimum": 0, "maximum": 100},
                     },
                     "required": ["description", "score"],
