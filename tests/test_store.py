@@ -98,3 +98,17 @@ def test_publish_replaces_only_when_complete(tmp_path):
     publish(tmp, out)
     assert not tmp.exists() and (out / MANIFEST).is_file()
     assert [p.name for p in (tmp_path / "graphs").iterdir()] == ["x"]
+
+
+def test_chunks_by_id_keeps_the_order_asked_and_names_a_missing_id(tmp_path):
+    from tiny_graphrag.records import Chunk, Document
+
+    store = IndexStore.create(tmp_path / "idx")
+    store.add_documents([Document(id="d", text="a b c", source="x")])
+    chunks = [Chunk(f"c{i}", "d", i, f"text {i}", 0, 1, 2) for i in range(1203)]  # more than one query's worth
+    store.add_chunks(chunks)
+    order = [f"c{i}" for i in (1202, 0, 600, 5, 0)]
+    assert [c.id for c in store.chunks_by_id(order)] == order
+    assert store.chunks_by_id(order)[0] == store.chunk("c1202")
+    with pytest.raises(KeyError, match="c9999"):
+        store.chunks_by_id(["c1", "c9999"])

@@ -241,8 +241,8 @@ def search_global(
                              engine.store, engine.graph_index)
     if globals_.covers is not None:  # tree summaries: their sources are the chunks they cover
         covered = dict.fromkeys(c for rid, r in at_level if rid in shown for c in globals_.covers[r.community_id])
-        sources = sources.merged(Sources(chunks=tuple(source_chunk(engine.store.chunk(c), engine.sid_of[c])
-                                                      for c in covered)))
+        sources = sources.merged(Sources(chunks=tuple(source_chunk(c, engine.sid_of[c.id])
+                                                      for c in engine.store.chunks_by_id(list(covered)))))
     map_text = "\n\n".join(f"=====Map call {i + 1} of {len(batches)}=====\n{b.text}" for i, b in enumerate(batches))
     details: dict[str, Any] = run.details
     details.update(

@@ -222,7 +222,7 @@ def search_local(
             entities=[k for k, _ in cand.entities],
             relationships=list(cand.relationships),
             reports=reports,
-            chunks=[engine.store.chunk(c) for c in chunk_ids],
+            chunks=engine.store.chunks_by_id(chunk_ids),
             sid_of=engine.sid_of,
             budget=room,
             config=config,

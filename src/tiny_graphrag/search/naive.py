@@ -100,7 +100,7 @@ def search_naive(
         ranked = engine.hybrid.rank(query, qvec)
     with run.timer("context"):
         ids = ranked.ids("fused")[: config.top_chunks] if ranked.relevant(config.min_similarity) else []
-        built = build_naive_context([engine.store.chunk(c) for c in ids], engine.sid_of, room, run.counter)
+        built = build_naive_context(engine.store.chunks_by_id(ids), engine.sid_of, room, run.counter)
     run.details.update(
         budget=room, section_tokens=dict(built.section_tokens),
         ranking={"dense": ranked.dense[:10], "keyword": ranked.keyword[:10], "fused": ranked.fused[:10]},

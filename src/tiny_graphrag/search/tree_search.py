@@ -95,10 +95,11 @@ def build_tree_context(engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[
                        count: Count) -> BuiltContext:
     """The ranked nodes that fit in `budget`: summaries as Reports rows, chunks as Sources rows."""
     items: list[tuple[str, str, object]] = []
+    chunk_of = {c.id: c for c in engine.store.chunks_by_id([n for n, _ in ranked if n not in tree.nodes])}
     for nid, _ in ranked:
         node = tree.nodes.get(nid)
         if node is None:
-            chunk, sid = engine.store.chunk(nid), engine.sid_of[nid]
+            chunk, sid = chunk_of[nid], engine.sid_of[nid]
             items.append(("Sources", row(sid, chunk.text), source_chunk(chunk, sid)))
         else:
             rid = sum(1 for kind, _, _ in items if kind == "Reports") + 1
@@ -111,7 +112,8 @@ def build_tree_context(engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[
     reached = list(dict.fromkeys(
         c for kind, _, p in kept for c in ([p.chunk_id] if kind == "Sources" else tree.nodes[p.community_id].chunks)))
     seen = {c.chunk_id for c in shown}
-    extra = [source_chunk(engine.store.chunk(c), engine.sid_of[c]) for c in reached if c not in seen]
+    unseen = engine.store.chunks_by_id([c for c in reached if c not in seen])
+    extra = [source_chunk(c, engine.sid_of[c.id]) for c in unseen]
     return BuiltContext(
         text, Sources(chunks=tuple(shown + extra), reports=tuple(summaries)), n, budget,
         details={"summaries": {s.id: [engine.sid_of[c] for c in tree.nodes[s.community_id].chunks] for s in summaries},
