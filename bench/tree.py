@@ -69,10 +69,12 @@ class Counting:
         return self.backend.count_tokens(text)
 
     def complete(self, messages, **kw):
+        from tiny_graphrag.report_prompt import REPORT_SYSTEM_PROMPT
         from tiny_graphrag.tree import SUMMARY_SYSTEM
 
         out = self.backend.complete(messages, **kw)
-        stage = "tree" if messages[0].get("content") == SUMMARY_SYSTEM else "reports"
+        system = messages[0].get("content")
+        stage = {SUMMARY_SYSTEM: "tree", REPORT_SYSTEM_PROMPT: "reports"}.get(system, "queries")
         s = self.stages.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "output_tokens": 0})
         s["calls"] += 1
         s["prompt_tokens"] += out.prompt_tokens
@@ -206,6 +208,8 @@ def answers(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]
     from . import retrieval_eval as rev
 
     held, corpus = _subset(n_questions)
+    gold = {q.id: q for q in ans.load_questions()[0]}
+    held = [gold[q.id] for q in held]  # the same questions, with their gold answers
     embedder = Embedder()
     # spaCy's graph, as the answers bench's index has, so local search has entities to walk.
     index = rev.build_passage_index(work / "hotpot" / "idx", corpus, embedder=embedder, extractor="spacy")

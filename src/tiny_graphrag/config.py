@@ -134,10 +134,10 @@ class TreeConfig:
     # Text per summary prompt; an over-budget cluster is clustered again. RAPTOR used 3,500 with
     # 4k+ windows; less keeps a CPU's prompt processing short and fits n_ctx=4096 with room.
     cluster_tokens: int = 2000
-    # Output per summary (a cut-off one is asked again with 64 more). RAPTOR's summarization_length
-    # is 100, but Qwen2.5-0.5B's summaries ran 136-149 tokens, so at 100 every summary took two
-    # calls (bench/RESULTS.md, "RAPTOR trees").
-    summary_tokens: int = 160
+    # Output per summary: RAPTOR's summarization_length. A cut-off one is asked again with 64 more;
+    # the small offline models rarely finish even then, and a longer limit did not save calls
+    # (bench/RESULTS.md, "RAPTOR trees").
+    summary_tokens: int = 100
     seed: int = 224  # RAPTOR's RANDOM_SEED: UMAP and the mixture are seeded, so a rebuild is identical
 
     def __post_init__(self) -> None:
