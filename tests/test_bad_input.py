@@ -54,6 +54,7 @@ def index(tmp_path_factory):
     (["--schema", "genral"], "did you mean 'general'"),
     (["--schema", "missing.toml"], "schema file missing.toml does not exist"),
     (["--device", "tpu"], "expected cpu, cuda, cuda:N or mps"),
+    (["--ray-gpus", "-1"], "must be at least 0, got -1.0"),
 ])
 def test_invalid_build_settings_name_the_flag_and_range(work, capsys, args, message):
     try:

@@ -32,3 +32,15 @@ def test_every_cited_kind_is_listed_with_what_it_points_at(capsys):
 def test_nothing_is_printed_without_citations_and_unknown_ids_are_skipped(capsys):
     assert _printed("Harvard Law School.", capsys) == []
     assert _printed("Harvard. [Data: Sources (4)]", capsys) == []  # not in the context: listed as removed elsewhere
+
+
+def test_a_tree_summary_is_listed_with_the_sources_it_covers_in_the_cli_and_the_notebook(capsys):
+    from tiny_graphrag.notebook import search_result_html
+
+    summary = SourceReport(1, "L1.0", 1, "summary of 2 passages (layer 1)", 0.0, "Obama studied law.")
+    result = SearchResult("tree", "q", "Law. [Data: Reports (1)]", "ctx", Sources(reports=(summary,)),
+                          details={"summaries": {1: [3, 8]}})
+    cli._print_citations(result)
+    label = "tree summary of 2 passages (layer 1), covering Sources (3, 8)"
+    assert capsys.readouterr().out.splitlines() == ["cited:", f"  [Reports 1] {label}"]
+    assert label in search_result_html(result)

@@ -60,6 +60,19 @@ def _run(script: Path, out: Path, cache: Path, delay: float) -> str:
     return proc.stdout
 
 
+def _kill_after_calls(script: Path, out: Path, cache: Path, delay: float, calls: int, timeout: float) -> int:
+    """Start a build with `delay` seconds per model call, kill -9 it once `calls` calls are
+    cached (or at `timeout`); the cached calls at the kill."""
+    proc = subprocess.Popen([sys.executable, str(script), str(out), str(cache), str(delay)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + timeout
+    while _llm_entries(cache) < calls and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return _llm_entries(cache)
+
+
 def _snapshot(path: Path):
     store = load_index(path)
     g = store.graph()
@@ -80,14 +93,7 @@ def test_kill_during_reports_then_rerun_matches_uninterrupted(tmp_path):
     assert total >= 4, out_ref
 
     out, cache = tmp_path / "graphs" / "idx", tmp_path / "cache.sqlite"
-    proc = subprocess.Popen([sys.executable, str(script), str(out), str(cache), "0.4"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    while _llm_entries(cache) < 2 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    done = _llm_entries(cache)
+    done = _kill_after_calls(script, out, cache, 0.4, 2, timeout=120)
     assert 2 <= done < total, "the kill should land during report generation"
     assert not out.exists()  # nothing published
 

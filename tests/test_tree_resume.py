@@ -3,15 +3,10 @@ summary call (the call cache), and builds the same tree as an uninterrupted buil
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
-from test_resume import _llm_entries, _run  # the cache's model-call entries; one build in a subprocess
+from test_resume import _kill_after_calls, _run  # kill -9 a build mid-stage; one build in a subprocess
 
 from tiny_graphrag import load_index
 
@@ -49,14 +44,7 @@ def test_kill_during_tree_then_rerun_repeats_no_call_and_builds_the_same_tree(tm
     assert total >= 4
 
     out, cache = tmp_path / "graphs" / "idx", tmp_path / "cache.sqlite"
-    proc = subprocess.Popen([sys.executable, str(script), str(out), str(cache), "1.0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 300
-    while _llm_entries(cache) < 2 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    done = _llm_entries(cache)
+    done = _kill_after_calls(script, out, cache, 1.0, 2, timeout=300)
     assert 2 <= done < total, "the kill should land during the tree stage"
     assert not out.exists()  # nothing published
 

@@ -234,6 +234,14 @@ def test_bad_updates_are_refused_and_change_nothing(base_plain, docs, tmp_path, 
     with pytest.raises(ConfigError, match="schema"):
         build_index([docs / "c.txt"], out, schema="biomedical", config=NO_REPORTS, progress=False)
     assert (out / MANIFEST).read_bytes() == manifest
+    # A file inside the index would be replaced with it: add and sync both refuse it, and it stays.
+    notes = out / "notes.md"
+    notes.write_text("Our notes about Honolulu.", encoding="utf-8")
+    for update in (index.add, index.sync):
+        with pytest.raises(OutputError, match="inside"):
+            update([notes])
+        assert notes.read_text(encoding="utf-8") == "Our notes about Honolulu."
+    assert (out / MANIFEST).read_bytes() == manifest
     index.close()
 
 

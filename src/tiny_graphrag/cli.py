@@ -224,9 +224,7 @@ def _print_citations(result) -> None:
     label = {  # kind -> id -> what to print for it
         "sources": {c.id: f"{Path(c.source).name or c.doc_id} chars {c.start}-{c.end}: \"{_snippet(c.text)}\""
                     for c in src.chunks},
-        "reports": {r.id: f"{r.title} (community {r.community_id}, level {r.level})" for r in src.reports},
-        **({"reports": {r.id: f"tree {r.title}, covering Sources ({', '.join(map(str, covers[r.id]))})"
-                        for r in src.reports}} if (covers := result.details.get("summaries")) is not None else {}),
+        "reports": {r.id: r.label(result.details.get("summaries")) for r in src.reports},
         "entities": {e.id: f"{e.name} ({e.type})" for e in src.entities},
         "relationships": {r.id: f"{r.head} -{r.label}-> {r.tail}" for r in src.relationships},
     }

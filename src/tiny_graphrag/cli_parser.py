@@ -19,6 +19,16 @@ def _int_at_least(low: int):
     return parse
 
 
+def _at_least_zero(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not value >= 0.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -103,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", help="extract and embed on Ray actors: a "
                    "cluster's HOST:PORT, or no address for RAY_ADDRESS or a local instance (needs tiny-graphrag[ray])")
     b.add_argument("--ray-actors", type=_int_at_least(1), default=1, help="Ray actors (model copies)")
-    b.add_argument("--ray-gpus", type=float, default=0.0, help="GPUs per Ray actor (1 on a GPU cluster)")
+    b.add_argument("--ray-gpus", type=_at_least_zero, default=0.0, help="GPUs per Ray actor (1 on a GPU cluster)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)

@@ -12,7 +12,7 @@ Columns and their order follow GraphRAG's data model (graphrag/data_model/schema
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict
 
 from .errors import require
@@ -53,9 +53,9 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
     """The six GraphRAG tables as lists of row dicts."""
     graph = store.graph()
     period = str(store.manifest.get("created", ""))[:10]
-    names = [d["name"] for _, d in graph.nodes(data=True)]
+    names = Counter(d["name"] for _, d in graph.nodes(data=True))
     # relationships name their ends by entity title, so titles must be unique: a shared name gets its key
-    title = {k: (d["name"] if names.count(d["name"]) == 1 else f"{d['name']} ({k})") for k, d in graph.nodes(data=True)}
+    title = {k: (d["name"] if names[d["name"]] == 1 else f"{d['name']} ({k})") for k, d in graph.nodes(data=True)}
     degree = dict(graph.degree())
     chunk_entities, chunk_edges = defaultdict(list), defaultdict(list)
     entities = []

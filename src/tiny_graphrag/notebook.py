@@ -34,7 +34,7 @@ def search_result_html(result) -> str:
     src = result.sources
     items = {
         "sources": {c.id: f"{c.source or c.doc_id}, characters {c.start}-{c.end}: {c.text}" for c in src.chunks},
-        "reports": {r.id: f"{r.title} (community {r.community_id}, level {r.level}): {r.text}" for r in src.reports},
+        "reports": {r.id: f"{r.label(result.details.get('summaries'))}: {r.text}" for r in src.reports},
         "entities": {e.id: f"{e.name} ({e.type}): {e.text}" for e in src.entities},
         "relationships": {r.id: f"{r.head} -{r.label}-> {r.tail}: {r.text}" for r in src.relationships},
     }

@@ -354,8 +354,3 @@ class IndexStore:
         tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, self.path / MANIFEST)
         self._manifest = manifest
-
-
-def load_index(path: str | os.PathLike) -> IndexStore:
-    """Open a built index directory (see IndexStore.open)."""
-    return IndexStore.open(path)

@@ -44,11 +44,7 @@ class Index(IndexStore):
     def add(self, items: Items, *, progress: bool = False, **models: Any) -> BuildResult:
         """Index new files, directories or texts; a file whose content changed is re-indexed.
         Inputs already indexed are a no-op (logged)."""
-        if isinstance(items, (str, os.PathLike)):
-            items = [items]
-        # Inputs inside the index would be replaced with it: refused, as by build.
-        check_output(self.path, [Path(i) for i in items if isinstance(i, os.PathLike) or is_path_string(i)])
-        loaded = collect_documents(items)
+        loaded = self._collect(items)
         known = {d.id for d in self.documents()}
         for doc in loaded.documents:
             if doc.id in known:
@@ -80,7 +76,14 @@ class Index(IndexStore):
 
     def sync(self, items: Items, *, remove_missing: bool = True, progress: bool = False, **models: Any) -> BuildResult:
         """Make the index hold exactly `items` (with `remove_missing=False`: add and re-index only)."""
-        return self._update(collect_documents(items), sync=remove_missing, progress=progress, **models)
+        return self._update(self._collect(items), sync=remove_missing, progress=progress, **models)
+
+    def _collect(self, items: Items) -> LoadedInputs:
+        """The documents of `items`; inputs inside the index would be replaced with it: refused, as by build."""
+        if isinstance(items, (str, os.PathLike)):
+            items = [items]
+        check_output(self.path, [Path(i) for i in items if isinstance(i, os.PathLike) or is_path_string(i)])
+        return collect_documents(items)
 
     def _update(self, loaded: LoadedInputs, *, sync: bool, progress: bool, **models: Any) -> BuildResult:
         manifest = self.manifest

@@ -35,13 +35,14 @@ from ..models import choose_device
 from ..store import IndexStore
 from .answer import SearchRun, check_query
 from .config import GlobalConfig, LocalConfig, NaiveConfig, SearchConfig, TreeSearchConfig
-from .global_search import GlobalIndex, search_global
+from .global_search import GlobalIndex, search_global, tree_as_reports
 from .graph_index import GraphIndex
 from .linking import EntityLinker
 from .local import LocalCandidates, LocalRetriever, search_local
 from .naive import HybridRetriever, search_naive
 from .result import SearchResult, Sources, StreamingResult
 from .tokens import counter_for
+from .tree_search import TreeIndex, search_tree
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:  # being added to embed.py; only a type here, so this module runs without it
@@ -106,7 +107,8 @@ class QueryEngine:
         self.sid_of: dict[str, int] = dict(self.store.source_ids())
         self.globals = GlobalIndex(self.store.reports(), self._optional_vectors("reports"))
         self.reports_by_community = {r.community_id: r for r in self.globals.reports}
-        self._tree_globals: GlobalIndex | None = None  # the tree's summaries as reports, loaded on first use
+        self._tree: TreeIndex | None = None  # the RAPTOR tree, loaded on first use (self.tree)
+        self._tree_globals: GlobalIndex | None = None  # its summaries as a report table (self.tree_globals)
         self.communities = self.store.communities()
         self.graph_index = GraphIndex(self.graph)
         self.linker = EntityLinker(self.graph, self.entity_vectors)
@@ -119,6 +121,21 @@ class QueryEngine:
         log.info("query engine for %s ready in %.1fs", self.path, self.load_seconds)
 
     # ---- loading ------------------------------------------------------------------------------
+    @property
+    def tree(self) -> TreeIndex:
+        """The index's RAPTOR tree (summaries and their vectors), read once; an InputError naming
+        the build option when the index has none."""
+        if self._tree is None:
+            self._tree = TreeIndex.load(self)
+        return self._tree
+
+    @property
+    def tree_globals(self) -> GlobalIndex:
+        """The tree's summaries as the report table global search maps (top layer = level 0)."""
+        if self._tree_globals is None:
+            self._tree_globals = tree_as_reports(list(self.tree.nodes.values()), self.tree.vectors)
+        return self._tree_globals
+
     def _embedder_for(self, info: dict, given: str | os.PathLike | None, device: str | None) -> Embedder:
         if given is not None:
             return Embedder(str(given), models_dir=self.models_dir, device=device)
@@ -255,8 +272,6 @@ class QueryEngine:
     ) -> SearchResult | StreamingResult:
         """RAPTOR: the tree's summaries and chunks most similar to the query ("collapsed": all
         layers at once; "traversal": top-down), packed into the budget, then one answer call."""
-        from .tree_search import search_tree
-
         config = config or self.config.tree
         if strategy is not None:
             config = dataclasses.replace(config, strategy=strategy)

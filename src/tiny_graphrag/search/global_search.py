@@ -184,16 +184,9 @@ def _map_source(engine: QueryEngine, config: GlobalConfig) -> GlobalIndex:
             "communities. Rebuild it with reports (they need an LLM) or with a tree (`--tree`, whose summaries "
             "global search then maps), or use local or naive search"
         )
-    if not has_tree:
-        raise InputError(f"index {engine.path} has no RAPTOR tree to map (GlobalConfig(source='tree')): rebuild it "
-                         "with `tiny-graphrag build FILE... --out DIR --tree`, or use source='reports'")
-    if engine._tree_globals is None:
-        nodes = engine.store.tree()
-        if not nodes:
-            raise InputError(f"the tree of {engine.path} has no summaries (too few chunks): use naive or tree search")
-        ids, matrix = engine.store.vectors("tree")
-        engine._tree_globals = tree_as_reports(nodes, VectorIndex(ids, matrix, device=engine.device))
-    return engine._tree_globals
+    if not engine.tree.nodes:  # engine.tree names the build option when there is no tree
+        raise InputError(f"the tree of {engine.path} has no summaries (too few chunks): use naive or tree search")
+    return engine.tree_globals
 
 
 def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalConfig) -> list[MapAnswer]:

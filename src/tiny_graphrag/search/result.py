@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..citations import parse_citations
 
@@ -32,6 +32,13 @@ class SourceReport:
     title: str
     rating: float
     text: str
+
+    def label(self, covers: Mapping[int, Sequence[int]] | None = None) -> str:
+        """How it reads where it is cited: a community report by title, community and level; a
+        RAPTOR summary (`covers`: tree search's details["summaries"]) by the Sources it covers."""
+        if covers is not None and self.id in covers:
+            return f"tree {self.title}, covering Sources ({', '.join(map(str, covers[self.id]))})"
+        return f"{self.title} (community {self.community_id}, level {self.level})"
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,7 @@ def build_tree_context(engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[
                        count: Count) -> BuiltContext:
     """The ranked nodes that fit in `budget`: summaries as Reports rows, chunks as Sources rows."""
     items: list[tuple[str, str, object]] = []
+    rid = 0  # summaries are numbered 1..n in the order shown
     chunk_of = {c.id: c for c in engine.store.chunks_by_id([n for n, _ in ranked if n not in tree.nodes])}
     for nid, _ in ranked:
         node = tree.nodes.get(nid)
@@ -102,7 +103,7 @@ def build_tree_context(engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[
             chunk, sid = chunk_of[nid], engine.sid_of[nid]
             items.append(("Sources", row(sid, chunk.text), source_chunk(chunk, sid)))
         else:
-            rid = sum(1 for kind, _, _ in items if kind == "Reports") + 1
+            rid += 1
             title = f"summary of {len(node.chunks)} passages (layer {node.layer})"
             items.append(("Reports", row(rid, title, node.text), SourceReport(rid, nid, node.layer, title, 0.0, node.text)))
     text, kept, n = _pack(items, budget, count)
@@ -123,7 +124,7 @@ def build_tree_context(engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[
 
 def search_tree(engine: QueryEngine, query: str, config: TreeSearchConfig, *, only_context: bool,
                 stream: bool) -> SearchResult | StreamingResult:
-    tree = TreeIndex.load(engine)
+    tree = engine.tree
     run = engine.begin("tree", query, only_context=only_context)
     answer_tokens = engine.config.answer_max_tokens
     room = min(run.room(answer_messages("", query, TREE_CITATIONS), answer_tokens, "answer"), config.context_tokens)
