@@ -97,3 +97,92 @@ def test_default_iterations_are_close_to_convergence():
     mass, _ = index.personalized_pagerank({"n02": 1.0}, damping=0.5)
     ref = reference_pagerank(g, {"n02": 1.0}, {}, 0.5)
     np.testing.assert_allclose(mass, [ref[k] for k in index.keys], atol=1e-6)
+
+
+def random_vectors(keys: list[str], seed: int, dim: int = 6):
+    """Unit vectors, with pairs of near-copies so some cosines are high (the synonyms)."""
+    from tiny_graphrag.search.vectors import VectorIndex
+
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(len(keys), dim))
+    for i in range(0, len(keys) - 1, 3):  # every third entity nearly copies the next one
+        base[i + 1] = base[i] + 0.05 * rng.normal(size=dim)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    have = keys[:-2]  # the last two entities have no vector: they never get a synonym link
+    return VectorIndex(have, base[: len(have)].astype(np.float32)), base
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.9, 0.99])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_synonym_links_are_every_pair_above_the_threshold_once_both_ways(seed, threshold):
+    g = random_graph(seed)
+    keys = list(g.nodes)
+    vectors, base = random_vectors(keys, seed)
+    index = GraphIndex(g, entity_vectors=vectors)
+    links = index.synonym_links(threshold, block=4).toarray()  # small blocks: pairs across blocks too
+    have = set(vectors.ids)
+    for i, a in enumerate(index.keys):
+        for j, b in enumerate(index.keys):
+            cos = float(base[keys.index(a)] @ base[keys.index(b)])
+            want = cos if (i != j and a in have and b in have and cos >= threshold) else 0.0
+            assert links[i, j] == pytest.approx(want, abs=1e-6)
+
+
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pagerank_with_synonym_links_matches_networkx_on_the_linked_graph(seed, damping):
+    g = random_graph(seed)
+    vectors, _ = random_vectors(list(g.nodes), seed)
+    index = GraphIndex(g, entity_vectors=vectors)
+    seeds, chunk_seeds = {"n01": 1.0, "n16": 0.5}, {"c2": 0.3}
+    mass, chunk_mass = index.personalized_pagerank(seeds, chunk_seeds, damping=damping, synonym_similarity=0.9,
+                                                   iterations=1000, tol=1e-13)
+    linked = g.copy()
+    links = index.synonym_links(0.9).tocoo()
+    for i, j, w in zip(links.row, links.col, links.data):
+        if i < j:  # the reference adds each synonym pair as one more undirected relation
+            linked.add_edge(index.keys[i], index.keys[j], key="synonym", weight=float(w))
+    assert links.nnz > 0
+    ref = reference_pagerank(linked, seeds, chunk_seeds, damping)
+    np.testing.assert_allclose(mass, [ref[k] for k in index.keys], atol=1e-9)
+    np.testing.assert_allclose([chunk_mass.get(c, 0.0) for c in index.chunk_ids],
+                               [ref[("chunk", c)] for c in index.chunk_ids], atol=1e-9)
+    plain, _ = index.personalized_pagerank(seeds, chunk_seeds, damping=damping, iterations=1000, tol=1e-13)
+    assert not np.allclose(plain, mass)  # the links changed the walk
+
+
+def test_a_synonym_link_carries_the_walk_to_a_passage_naming_the_other_form():
+    """"US" and "United States" are two nodes; only the synonym link lets the walk from a
+    question about the US reach the chunk that names the United States."""
+    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.search.vectors import VectorIndex
+
+    g = nx.MultiDiGraph()
+    g.add_node("us", name="US", type="GPE", provenance=[("d1", "c1", 0, 2)])
+    g.add_node("united states", name="United States", type="GPE", provenance=[("d2", "c2", 0, 13)])
+    g.add_node("france", name="France", type="GPE", provenance=[("d3", "c3", 0, 6)])
+    embedder = Embedder("all-MiniLM-L6-v2", device="cpu")
+    keys = list(g.nodes)
+    index = GraphIndex(g, entity_vectors=VectorIndex(keys, embedder.embed(["US (GPE)", "United States (GPE)",
+                                                                          "France (GPE)"])))
+    _, without = index.personalized_pagerank({"us": 1.0}, damping=0.5)
+    _, with_links = index.personalized_pagerank({"us": 1.0}, damping=0.5, synonym_similarity=0.8)
+    assert without.get("c2", 0.0) == 0.0 and with_links.get("c2", 0.0) > 0.0
+    assert with_links.get("c3", 0.0) == 0.0  # France is not a synonym of the US
+
+
+def test_a_graph_too_large_for_all_pairs_gets_no_synonym_links_and_a_warning(monkeypatch, caplog):
+    from tiny_graphrag.search import graph_index
+
+    g = random_graph(0)
+    vectors, _ = random_vectors(list(g.nodes), 0)
+    index = GraphIndex(g, entity_vectors=vectors)
+    assert index.synonym_links(0.9).nnz > 0
+    monkeypatch.setattr(graph_index, "MAX_SYNONYM_ENTITIES", len(g) - 1)
+    small = GraphIndex(g, entity_vectors=vectors)
+    with caplog.at_level("WARNING", logger="tiny_graphrag.search.graph_index"):
+        assert small.synonym_links(0.9).nnz == 0
+    assert "synonym_similarity=None" in caplog.text
+    plain, _ = small.personalized_pagerank({"n01": 1.0}, damping=0.5)
+    linked, _ = small.personalized_pagerank({"n01": 1.0}, damping=0.5, synonym_similarity=0.9)
+    np.testing.assert_allclose(plain, linked)

@@ -51,7 +51,7 @@ def citing_responder(messages, schema, max_tokens):
         return points_json((f"Report {rid} is relevant [Data: Reports ({rid})]", 60), ("filler", 0))
     text = messages[-1]["content"]
     if "Analyst point" in text:
-        rids = [int(x) for x in re.findall(r"Reports \((\d+)", text)]
+        rids = [int(x) for x in re.findall(r"Reports \((\d+)", text)] or [999]  # only uncited points kept
         return f"Combined answer [Data: Reports ({rids[0]}, 999)]."
     sids = _first_ids(messages, "Sources")
     return f"Answer from the data [Data: Sources ({sids[0]}, 999)]."
@@ -113,7 +113,9 @@ def test_local_search_follows_the_graph_across_hops(engine):
 
 
 def test_global_search_calls_are_map_chunks_plus_one(index, embedder):
-    cfg = SearchConfig(global_=GlobalConfig(map_chunk_tokens=120))  # small chunks: several map calls
+    # small chunks: several map calls; GraphRAG's ranking (the model's scores alone), so the
+    # points in the reduce are exactly the ones the model scored above 0
+    cfg = SearchConfig(global_=GlobalConfig(map_chunk_tokens=120, relevance_weight=0.0, point_cutoff=0.0))
     llm = FakeLLM(citing_responder, n_ctx=4096)
     with QueryEngine(index, llm=llm, embedder=embedder, config=cfg) as qe:
         r = qe.global_search("What are the main themes?", level=1)
@@ -125,6 +127,47 @@ def test_global_search_calls_are_map_chunks_plus_one(index, embedder):
         assert r.invalid_citations == {"reports": (999,)}
         _assert_citations_resolve(r, qe.store)
         assert r.details["points_in_reduce"] == n_chunks  # score-0 fillers were dropped
+
+
+def _report_id(qe, title_start: str, level: int) -> int:
+    return next(rid for rid, r in qe.globals.at_level(level) if r.title.startswith(title_start))
+
+
+@pytest.mark.parametrize("grounded", [True, False])
+def test_map_points_rank_by_the_report_they_came_from(index, embedder, grounded):
+    """A small map model scored the one relevant report's points 0 and unrelated ones 100: with
+    grounding (the default), a point ranks by its cited report's similarity to the question too,
+    so the Turing point reaches the reduce and the Eiffel Tower one does not; GraphRAG's rule
+    (relevance_weight=0) keeps the model's word."""
+    cfg = GlobalConfig() if grounded else GlobalConfig(relevance_weight=0.0, point_cutoff=0.0)
+    ids: dict[str, int] = {}
+
+    def responder(messages, schema, max_tokens):
+        if schema is not None:
+            shown = _first_ids(messages, "Reports")
+            pairs = []
+            if ids["turing"] in shown:
+                pairs.append((f"Turing studied at King's College, Cambridge [Data: Reports ({ids['turing']})]", 0))
+            if ids["eiffel"] in shown:
+                pairs.append((f"The Eiffel Tower is in Paris [Data: Reports ({ids['eiffel']})]", 100))
+            return points_json(*(pairs or [("nothing here", 0)]))
+        return "Cambridge [Data: Reports (0)]."
+
+    with QueryEngine(index, llm=FakeLLM(responder, n_ctx=4096), embedder=embedder,
+                     config=SearchConfig(global_=cfg)) as qe:
+        ids.update(turing=_report_id(qe, "Turing", 0), eiffel=_report_id(qe, "The Eiffel", 0))
+        r = qe.global_search("Where did Alan Turing study?", level=0)
+    reduced = r.details["reduce_context"]
+    points = {p["description"].split(" [")[0]: p for p in r.details["points"]}
+    turing, eiffel = points["Turing studied at King's College, Cambridge"], points["The Eiffel Tower is in Paris"]
+    assert (turing["model_score"], eiffel["model_score"]) == (0, 100)
+    if grounded:
+        assert turing["source_report"] == ids["turing"] and turing["cited"] and turing["relevance"] == 1.0
+        assert turing["score"] > eiffel["score"]
+        assert "Turing studied" in reduced and "Eiffel" not in reduced
+    else:
+        assert "source_report" not in turing and (turing["score"], eiffel["score"]) == (0, 100)
+        assert "Eiffel" in reduced and "Turing studied" not in reduced
 
 
 def test_global_default_level_and_prefilter(index, embedder):

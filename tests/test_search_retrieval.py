@@ -119,7 +119,7 @@ def test_the_tuning_bench_picks_the_fusion_with_the_best_worst_margin():
     ]
     p = rt.Prepared(questions, np.zeros((2, 3)), ranked, [[], []], lambda ids: list(ids))
     idx = np.arange(2)
-    chosen, info = rt.choose_fusion(p, idx)
+    chosen, info = rt.choose_fusion([(None, p, idx)])
 
     def margin(f):
         rec = rt.recalls(rt.fused_rankings(p, f)[1], questions)
@@ -130,3 +130,32 @@ def test_the_tuning_bench_picks_the_fusion_with_the_best_worst_margin():
     assert info["tried"] == len(rt.fusion_grid())
     assert margin(chosen) == max(margin(f) for f in rt.fusion_grid())
     assert margin(chosen) >= margin(FusionConfig(method="rrf", k=60))
+
+
+@pytest.mark.parametrize("top,fifth,backoff,want", [
+    (10.0, 10.0, 2.0, 0.0),   # flat: the best is no better than the fifth
+    (12.0, 10.0, 2.0, 0.1),   # 1.2x: a tenth of the weight at backoff 2
+    (30.0, 10.0, 2.0, 1.0),   # 3x: the full weight
+    (50.0, 10.0, 2.0, 1.0),   # capped at 1
+])
+def test_a_flat_keyword_ranking_backs_off_to_dense(top, fifth, backoff, want):
+    from tiny_graphrag.search.fusion import peak_weight
+
+    scores = [top - (top - fifth) * i / 4 for i in range(5)] + [fifth / 2]  # descending, fifth at rank 5
+    assert peak_weight(scores, backoff) == pytest.approx(want)
+    assert peak_weight([top, fifth], backoff) == 1.0  # under five hits: a few clear ones
+
+
+def test_flat_keyword_backoff_keeps_the_dense_order_when_bm25_is_flat():
+    from tiny_graphrag.search.naive import fuse
+
+    dense = [("a", 0.9), ("b", 0.85), ("c", 0.8), ("d", 0.75), ("e", 0.5)]
+    flat = [("e", 5.04), ("d", 5.03), ("c", 5.02), ("b", 5.01), ("a", 5.0)]  # reversed, but flat
+    peaked = [("d", 20.0), ("e", 5.03), ("c", 5.02), ("b", 5.01), ("a", 5.0)]
+    plain = FusionConfig(method="score", flat_keyword_backoff=None)
+    backoff = FusionConfig(method="score", flat_keyword_backoff=2.0)
+    assert [c for c, _ in fuse(dense, flat, plain)][0] != "a"  # min-max stretched the flat scores
+    assert [c for c, _ in fuse(dense, flat, backoff)] == ["a", "b", "c", "d", "e"]
+    assert [c for c, _ in fuse(dense, peaked, backoff)][0] == "d"  # a clear keyword hit still counts
+    with pytest.raises(ValueError, match="flat_keyword_backoff"):
+        FusionConfig(flat_keyword_backoff=0)

@@ -266,13 +266,16 @@ def pack_report_batches(
 @dataclass(frozen=True)
 class KeyPoint:
     description: str
-    score: int
+    score: int  # what the reduce ranks by: the map model's score, or its grounded importance (grounding.py)
     batch: int  # which map call produced it
+    model_score: int | None = None  # the map model's own score, when `score` is the grounded one
 
 
-def build_reduce_context(points: Sequence[KeyPoint], budget: int, count: Count) -> tuple[str, list[KeyPoint], int]:
-    """Key points, most helpful first, until the budget is full (score-0 points never enter)."""
-    ranked = sorted((p for p in points if p.score > 0), key=lambda p: (-p.score, p.batch))
+def build_reduce_context(
+    points: Sequence[KeyPoint], budget: int, count: Count, min_score: int = 1
+) -> tuple[str, list[KeyPoint], int]:
+    """Key points, most helpful first, until the budget is full (points under `min_score` never enter)."""
+    ranked = sorted((p for p in points if p.score >= max(1, min_score)), key=lambda p: (-p.score, p.batch))
     blocks: list[str] = []
     kept: list[KeyPoint] = []
     used = 0

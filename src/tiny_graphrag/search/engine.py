@@ -110,7 +110,7 @@ class QueryEngine:
         self._tree: TreeIndex | None = None  # the RAPTOR tree, loaded on first use (self.tree)
         self._tree_globals: GlobalIndex | None = None  # its summaries as a report table (self.tree_globals)
         self.communities = self.store.communities()
-        self.graph_index = GraphIndex(self.graph)
+        self.graph_index = GraphIndex(self.graph, entity_vectors=self.entity_vectors)
         self.linker = EntityLinker(self.graph, self.entity_vectors)
         self.hybrid = HybridRetriever(self.store, self.chunk_vectors, self.config.fusion)
         self.local = LocalRetriever(

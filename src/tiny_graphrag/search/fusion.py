@@ -76,3 +76,18 @@ def score_fusion(
             scores[doc] += weight * (s - lo) / (hi - lo)
     fused = sorted(scores.items(), key=lambda item: (-item[1], first_seen[item[0]]))
     return fused[:limit] if limit is not None else fused
+
+
+def peak_weight(scores: Sequence[float], backoff: float, rank: int = 5) -> float:
+    """How much a keyword ranking says about the order, 0..1: min(1, (s_1 / s_rank - 1) / backoff).
+
+    A ranking whose best score is hardly above its `rank`-th (BM25 over a question whose words
+    are common to many passages) is flat: min-max scaling would stretch its small differences
+    over the whole range, so its weight goes to 0 and the dense order stands; a ranking whose
+    best is (1 + backoff) times its `rank`-th or more counts in full. Fewer than `rank` scores,
+    or a non-positive one there: one or a few clear hits, full weight."""
+    if backoff <= 0:
+        raise ValueError(f"backoff must be > 0, got {backoff}")
+    if len(scores) < rank or scores[rank - 1] <= 0:
+        return 1.0
+    return max(0.0, min(1.0, (scores[0] / scores[rank - 1] - 1.0) / backoff))

@@ -8,8 +8,11 @@
 - Map: the level's reports are shuffled and packed into chunks of `map_chunk_tokens`; one call
   per chunk returns key points with 0-100 helpfulness scores, constrained by a JSON schema. An
   invalid answer becomes one score-0 point (logged), never an exception.
-- Reduce: score-0 points are dropped, the rest sorted by score and added until the reduce
-  budget is full; one more call writes the answer citing reports. Calls = map chunks + 1.
+- Rank: each point's importance mixes the model's score with how similar the report it came
+  from is to the query (grounding.py: a small map model's scores alone did not tell relevant
+  reports from irrelevant ones); points under `point_cutoff` of the best one's are dropped.
+- Reduce: the rest, most important first, until the reduce budget is full; one more call
+  writes the answer citing reports. Calls = map chunks + 1.
 - Pre-filter (optional): keep only the reports most similar to the query (embedding cosine),
   cutting map calls on large graphs; `details` reports how many calls it saved.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -36,6 +40,7 @@ from .context import (
     BuiltContext, KeyPoint, MapBatch, build_reduce_context, nested_sources, pack_report_batches, source_chunk,
     source_report,
 )
+from .grounding import ground_points
 from .prompts import map_messages, map_schema, reduce_messages
 from .result import SearchResult, Sources, StreamingResult
 from .vectors import VectorIndex
@@ -124,6 +129,7 @@ class GlobalIndex:
         # A report's citation id is its row in the index's report table: the same in every search.
         self.id_of: dict[str, int] = {r.community_id: i for i, r in enumerate(self.reports)}
         self.vectors = report_vectors
+        self._row: dict[str, int] | None = None
         self._batch_counts: dict[tuple, int] = {}
 
     @property
@@ -144,6 +150,15 @@ class GlobalIndex:
             if self._batch_counts[key] <= config.max_map_chunks:
                 best = level
         return best
+
+    def vectors_of(self, report_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The vectors of these reports (by citation id); empty when the index has none."""
+        if self.vectors is None or len(self.vectors) == 0:
+            return {}
+        if self._row is None:
+            self._row = {cid: i for i, cid in enumerate(self.vectors.ids)}
+        cids = {rid: self.reports[rid].community_id for rid in report_ids}
+        return {rid: self.vectors.matrix[self._row[c]] for rid, c in cids.items() if c in self._row}
 
     def prefilter(
         self, reports: list[tuple[int, Report]], query_vector: np.ndarray | None, config: GlobalConfig
@@ -201,6 +216,25 @@ def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalCon
             log.warning("map answer %d was not valid JSON (finish_reason=%s): %.120r", i, out.finish_reason, out.text)
         answers.append(MapAnswer(i, tuple(points), valid, out.text, out.prompt_tokens, out.completion_tokens))
     return answers
+
+
+def _grounded(engine: QueryEngine, globals_: GlobalIndex, points: list[KeyPoint], batches: Sequence[MapBatch],
+              qvec: np.ndarray | None, query: str, config: GlobalConfig, notes: list[str]):
+    """The points with their grounded importance (grounding.py), or as the model scored them
+    when grounding is off or the index has no report vectors; and the reduce's entry score
+    (`point_cutoff` of the best point's, at least 1)."""
+    grounding: list = [None] * len(points)
+    if config.relevance_weight > 0:
+        vectors = globals_.vectors_of(sorted({r for b in batches for r in b.report_ids}))
+        if vectors:
+            qvec = qvec if qvec is not None else engine.embed_query(query)
+            pairs = ground_points(points, [b.report_ids for b in batches], vectors, qvec, engine.embedder.embed,
+                                  weight=config.relevance_weight, skip=INVALID_MAP_ANSWER)
+            points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
+        else:
+            notes.append("the index has no report vectors: map points are ranked by the model's scores alone")
+    best = max((p.score for p in points), default=0)
+    return points, grounding, max(1, math.ceil(config.point_cutoff * best))
 
 
 def search_global(
@@ -269,17 +303,23 @@ def search_global(
         answers = run_map(llm, batches, query, config)
     run.usage["map"] = meter.usage(sum(a.prompt_tokens for a in answers), sum(a.completion_tokens for a in answers))
     points = [p for a in answers for p in a.points]
+    with run.timer("grounding"):
+        points, grounding, min_score = _grounded(engine, globals_, points, batches, qvec, query, config, run.notes)
     with run.timer("reduce_context"):
-        reduce_text, kept, reduce_tokens = build_reduce_context(points, reduce_room, counter)
+        reduce_text, kept, reduce_tokens = build_reduce_context(points, reduce_room, counter, min_score)
     details.update(
         invalid_map_answers=sum(1 for a in answers if not a.valid),
-        points=[{"score": p.score, "description": p.description, "batch": p.batch} for p in points],
+        points=[{"score": p.score, "model_score": p.score if p.model_score is None else p.model_score, "description": p.description, "batch": p.batch,
+                 **({"source_report": g.report, "cited": g.cited, "report_similarity": round(g.similarity, 3),
+                    "relevance": round(g.relevance, 3)} if g else {})}
+                for p, g in zip(points, grounding)],
         points_in_reduce=len(kept),
         reduce_context=reduce_text,
         reduce_tokens=reduce_tokens,
     )
     if not kept:
-        run.notes.append("no map answer found anything helpful (every point scored 0): the reduce call was skipped")
+        run.notes.append(f"no map point reached importance {min_score} (none helpful, or from a report about the "
+                         "question): the reduce call was skipped")
     # context_tokens of a global result: everything the model read, map batches and reduce points.
     reduce_built = BuiltContext(reduce_text, sources, map_tokens + reduce_tokens, reduce_room,
                                 {"map": map_tokens, "reduce": reduce_tokens})

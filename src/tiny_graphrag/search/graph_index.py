@@ -10,10 +10,13 @@ entity) is reached. Entities mentioned everywhere spread their mass thin.
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from typing import Iterator, Mapping
 
 import numpy as np
+
+from .vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +63,17 @@ def top_candidates(values: np.ndarray, k: int) -> np.ndarray:
     return positive[values[positive] >= kth]
 
 
+# All entity pairs are compared for synonym links: 12k entities take ~1.4 s on 2 CPU cores, and
+# the time grows with the square, so larger graphs go without them (with a warning).
+MAX_SYNONYM_ENTITIES = 50_000
+
+
 class GraphIndex:
-    def __init__(self, graph, chunk_ids: list[str] | None = None):
+    def __init__(self, graph, chunk_ids: list[str] | None = None, entity_vectors: VectorIndex | None = None):
         from scipy import sparse
 
         self.graph = graph
+        self.entity_vectors = entity_vectors  # for synonym links (synonym_links)
         self.keys: list[str] = list(graph.nodes)
         self.pos: dict[str, int] = {k: i for i, k in enumerate(self.keys)}
         n = len(self.keys)
@@ -108,7 +117,8 @@ class GraphIndex:
         )
         self.chunk_count = np.array([max(len(c), 1) for c in node_chunks], dtype=np.float64)
         self._chunk_pos = chunk_of
-        self._walk = None
+        self._walks: dict[float | None, tuple] = {}
+        self._synonyms: dict[float, object] = {}
 
         # Citation ids (hids) back to graph elements, to resolve ids quoted inside reports.
         self.node_by_hid: dict[int, str] = {}
@@ -125,22 +135,69 @@ class GraphIndex:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def _walk_matrix(self):
-        """Entities and chunks as one graph: relations between entities, and "mentions" links
-        between a chunk and each entity it mentions (HippoRAG 2's passage nodes)."""
-        if self._walk is None:
+    def synonym_links(self, min_similarity: float, block: int = 1024):
+        """Entity pairs whose vectors are at least `min_similarity` alike, as a symmetric sparse
+        matrix weighted by the cosine (HippoRAG's synonymy edges): "US" and "United States" are
+        two nodes to a name-normalizing graph, and without a link between them the walk cannot
+        pass from a passage naming one to a passage naming the other. All pairs are compared,
+        in blocks of rows (O(entities^2) once per engine and threshold; none above
+        MAX_SYNONYM_ENTITIES)."""
+        from scipy import sparse
+
+        if min_similarity in self._synonyms:
+            return self._synonyms[min_similarity]
+        n = len(self.keys)
+        if n > MAX_SYNONYM_ENTITIES:
+            log.warning("no synonym links: %d entities is more than the %d whose pairs are compared (the cost grows "
+                        "with the square); LocalConfig(synonym_similarity=None) turns them off", n, MAX_SYNONYM_ENTITIES)
+            self._synonyms[min_similarity] = sparse.csr_matrix((n, n), dtype=np.float64)
+            return self._synonyms[min_similarity]
+        rows: list[np.ndarray] = []
+        cols: list[np.ndarray] = []
+        vals: list[np.ndarray] = []
+        ev = self.entity_vectors
+        if ev is not None and len(ev) and n:
+            row_of = {k: i for i, k in enumerate(ev.ids)}
+            have = np.array([i for i, k in enumerate(self.keys) if k in row_of], dtype=np.int64)
+            m = ev.matrix[[row_of[self.keys[i]] for i in have]] if len(have) else np.zeros((0, 1), np.float32)
+            t0 = time.perf_counter()
+            for start in range(0, len(have), block):
+                sims = m[start:start + block] @ m.T
+                r, c = np.nonzero(sims >= min_similarity)
+                keep = start + r < c  # each pair once, no self pairs
+                rows.append(have[start + r[keep]])
+                cols.append(have[c[keep]])
+                vals.append(sims[r[keep], c[keep]].astype(np.float64))
+            log.debug("synonym links at %.2f: %d pairs among %d entities in %.1fs", min_similarity,
+                      sum(len(v) for v in vals), len(have), time.perf_counter() - t0)
+        r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        c = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+        v = np.concatenate(vals) if vals else np.zeros(0)
+        links = sparse.csr_matrix((np.concatenate([v, v]), (np.concatenate([r, c]), np.concatenate([c, r]))),
+                                  shape=(n, n), dtype=np.float64)
+        self._synonyms[min_similarity] = links
+        return links
+
+    def _walk_matrix(self, synonym_similarity: float | None = None):
+        """Entities and chunks as one graph: relations between entities (plus synonym links when
+        `synonym_similarity` is set), and "mentions" links between a chunk and each entity it
+        mentions (HippoRAG 2's passage nodes)."""
+        if synonym_similarity not in self._walks:
             from scipy import sparse
 
             n = len(self.keys)
+            adjacency = self.adjacency
+            if synonym_similarity is not None:
+                adjacency = adjacency + self.synonym_links(synonym_similarity)
             m = self.membership  # chunks x entities
             if m.shape[0]:
-                full = sparse.bmat([[self.adjacency, m.T], [m, None]], format="csr")
+                full = sparse.bmat([[adjacency, m.T], [m, None]], format="csr")
             else:
-                full = self.adjacency
+                full = adjacency.tocsr()
             strength = np.asarray(full.sum(axis=1)).reshape(-1)
-            self._walk = (full.T.tocsr(), strength)
+            self._walks[synonym_similarity] = (full.T.tocsr(), strength)
             log.debug("walk graph: %d entities + %d chunks", n, m.shape[0])
-        return self._walk
+        return self._walks[synonym_similarity]
 
     def personalized_pagerank(
         self,
@@ -148,6 +205,7 @@ class GraphIndex:
         chunk_seeds: Mapping[str, float] | None = None,
         *,
         damping: float = 0.5,
+        synonym_similarity: float | None = None,
         iterations: int = 100,
         tol: float = 1e-8,
     ) -> tuple[np.ndarray, Mapping[str, float]]:
@@ -156,9 +214,10 @@ class GraphIndex:
         The walk follows a link (weighted relation, or chunk-mentions-entity) with probability
         `damping` and jumps back to the seeds otherwise (dead ends jump back too). Seeds are
         entities (`seeds`: key -> weight) and chunks (`chunk_seeds`: chunk id -> weight).
+        With `synonym_similarity`, entities that alike are linked too (synonym_links).
         Returns (mass per entity, in `keys` order; mass per chunk id, non-zero only).
         """
-        adj_t, strength = self._walk_matrix()
+        adj_t, strength = self._walk_matrix(synonym_similarity)
         n_ent = len(self.keys)
         total = adj_t.shape[0]
         s = np.zeros(total)

@@ -5,7 +5,8 @@
    linked entities (mass 1 in all, by link score or query-entity cosine over specificity) and
    the best hybrid (dense + keyword) chunks (mass `passage_weight`); a neighbour ranks high
    when its relations to the seeds are heavy and it is mentioned where the seeds are, as in
-   HippoRAG 2.
+   HippoRAG 2; entities whose vectors are nearly the same ("US", "United States") are linked
+   too (HippoRAG's synonymy edges, `synonym_similarity`).
 3. Rank: entities by PageRank mass (seeds first); relationships among them by weight and the
    endpoints' combined degree (GraphRAG's order); the most specific community of each entity,
    by the mass of its entities; chunks: the best `keep_text_top` hybrid ones first, then by
@@ -97,7 +98,8 @@ class LocalRetriever:
             return LocalCandidates(tuple(linked), (), (), (), hybrid.fused, hybrid, ())
 
         mass, chunk_mass = self.index.personalized_pagerank(
-            self._entity_seeds(linked, query_vector, config), _chunk_seeds(hybrid, config), damping=config.damping)
+            self._entity_seeds(linked, query_vector, config), _chunk_seeds(hybrid, config), damping=config.damping,
+            synonym_similarity=config.synonym_similarity)
         entities = self._rank_entities(linked, mass, config.max_entities)
         relationships = self._rank_relationships([k for k, _ in entities])
         communities = self._rank_communities(entities)

@@ -15,7 +15,7 @@ import numpy as np
 from ..store import IndexStore
 from .config import FusionConfig, NaiveConfig
 from .context import build_naive_context
-from .fusion import reciprocal_rank_fusion, score_fusion
+from .fusion import peak_weight, reciprocal_rank_fusion, score_fusion
 from .prompts import NAIVE_CITATIONS, answer_messages
 from .result import SearchResult, StreamingResult
 from .vectors import VectorIndex
@@ -60,7 +60,10 @@ class Ranked:
 
 def fuse(dense: list[tuple[str, float]], keyword: list[tuple[str, float]], f: FusionConfig) -> list[tuple[str, float]]:
     """The two scored rankings fused as `f` says (bench/retrieval_tuning.py re-fuses with this)."""
-    weights = [f.dense_weight, f.keyword_weight]
+    keyword_weight = f.keyword_weight
+    if f.flat_keyword_backoff is not None:  # a flat keyword ranking counts less (fusion.peak_weight)
+        keyword_weight *= peak_weight([s for _, s in keyword], f.flat_keyword_backoff)
+    weights = [f.dense_weight, keyword_weight]
     if f.method == "score":
         return score_fusion([dense, keyword], weights)
     return reciprocal_rank_fusion([[c for c, _ in dense], [c for c, _ in keyword]], k=f.k, weights=weights)
