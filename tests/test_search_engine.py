@@ -170,6 +170,16 @@ def test_map_points_rank_by_the_report_they_came_from(index, embedder, grounded)
         assert "Eiffel" in reduced and "Turing studied" not in reduced
 
 
+def test_without_report_vectors_map_points_keep_the_models_scores(index, embedder):
+    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder,
+                     config=SearchConfig(global_=GlobalConfig(map_chunk_tokens=120))) as qe:
+        qe.globals.vectors = None  # an index whose report vectors are gone
+        r = qe.global_search("What are the main themes?", level=1)
+    assert any("no report vectors" in n for n in r.notes)
+    assert all(p["score"] == p["model_score"] and "source_report" not in p for p in r.details["points"])
+    assert r.details["points_in_reduce"] == r.details["map_chunks"]  # every 60-point, no 0-point filler
+
+
 def test_global_default_level_and_prefilter(index, embedder):
     llm = FakeLLM(citing_responder, n_ctx=4096)
     with QueryEngine(index, llm=llm, embedder=embedder) as qe:

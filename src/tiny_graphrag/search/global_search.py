@@ -309,17 +309,18 @@ def search_global(
         reduce_text, kept, reduce_tokens = build_reduce_context(points, reduce_room, counter, min_score)
     details.update(
         invalid_map_answers=sum(1 for a in answers if not a.valid),
-        points=[{"score": p.score, "model_score": p.score if p.model_score is None else p.model_score, "description": p.description, "batch": p.batch,
+        points=[{"score": p.score, "model_score": p.score if p.model_score is None else p.model_score,
+                 "description": p.description, "batch": p.batch,
                  **({"source_report": g.report, "cited": g.cited, "report_similarity": round(g.similarity, 3),
-                    "relevance": round(g.relevance, 3)} if g else {})}
+                     "relevance": round(g.relevance, 3)} if g else {})}
                 for p, g in zip(points, grounding)],
         points_in_reduce=len(kept),
         reduce_context=reduce_text,
         reduce_tokens=reduce_tokens,
     )
     if not kept:
-        run.notes.append(f"no map point reached importance {min_score} (none helpful, or from a report about the "
-                         "question): the reduce call was skipped")
+        run.notes.append("no map answer found anything helpful (every point's importance is 0): "
+                         "the reduce call was skipped")
     # context_tokens of a global result: everything the model read, map batches and reduce points.
     reduce_built = BuiltContext(reduce_text, sources, map_tokens + reduce_tokens, reduce_room,
                                 {"map": map_tokens, "reduce": reduce_tokens})
