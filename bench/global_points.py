@@ -49,13 +49,13 @@ RANKINGS = {"grounded": {}, "graphrag": {"relevance_weight": 0.0, "point_cutoff"
 def ask(index: Path, questions, llm_path: Path, cache: Path) -> list[dict]:
     from tiny_graphrag.cache import CallCache
     from tiny_graphrag.config import LLMConfig
-    from tiny_graphrag.llm import CachedLLM, LlamaCppLLM
+    from tiny_graphrag.llm import open_llm
     from tiny_graphrag.search.config import GlobalConfig
     from tiny_graphrag.search.engine import QueryEngine
     from tiny_graphrag.search.prompts import NOT_IN_CONTEXT
 
     # One thread: on 2 shared cores llama.cpp's threads spin against each other (as bench/answers.py).
-    llm = CachedLLM(LlamaCppLLM(LLMConfig(model=str(llm_path), n_ctx=4096, n_threads=1)), CallCache(cache))
+    llm = open_llm(LLMConfig(model=str(llm_path), n_ctx=4096, n_threads=1), cache=CallCache(cache))
     rows = []
     with QueryEngine(index, llm=llm) as qe:
         for q in questions:

@@ -7,8 +7,8 @@ BM25 is as strong as dense retrieval, one where it is far weaker) are split into
 (even and odd positions). On the even halves of all sets together, then on the odd ones, this
 chooses
 - the fusion of the dense and keyword rankings (RRF constant and weights, or min-max score
-  fusion, its weights and its back-off from a flat keyword ranking) that maximizes the worst margin over the better single retriever,
-  min over sets and k in (2, 5, 10) of recall@k(fused) - max(recall@k(dense), recall@k(bm25)):
+  fusion, its weights and its back-off from a flat keyword ranking) that maximizes the worst
+  margin over the better single retriever, min over sets and k in (2, 5, 10) of recall@k(fused) - max(recall@k(dense), recall@k(bm25)):
   the issue's "never worse than its best component", as a number to maximize;
 - local search's settings (PageRank damping, seed chunks, passage weight, entity seed weights,
   text prior, text chunks kept first, linking thresholds, synonym links) that maximize the mean
@@ -106,11 +106,18 @@ def links(engine, p: Prepared, config) -> list[list[Any]]:
 _LINKS: dict = {}
 
 
+def _plain_rrf():
+    from tiny_graphrag.search.config import FusionConfig
+
+    return FusionConfig(method="rrf", k=60, flat_keyword_backoff=None)  # Cormack et al.'s, no back-off
+
+
 # ---- the grids ---------------------------------------------------------------------------
 def fusion_grid() -> list:
     from tiny_graphrag.search.config import FusionConfig
 
-    grid = [FusionConfig(method="rrf", k=k, keyword_weight=w)
+    # Written out: FusionConfig's default backs off from flat keyword rankings; these are plain.
+    grid = [FusionConfig(method="rrf", k=k, keyword_weight=w, flat_keyword_backoff=None)
             for k, w in itertools.product((10, 30, 60, 100), (0.25, 0.5, 0.75, 1.0, 1.5))]
     grid += [FusionConfig(method="score", dense_weight=1.0, keyword_weight=w, flat_keyword_backoff=b)
              for b, w in itertools.product((None, 1.0, 2.0, 3.0), (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0))]
@@ -201,15 +208,13 @@ def _cell(vals: np.ndarray) -> dict:
 
 def report(engine, p: Prepared, idx: np.ndarray, fusion, local) -> dict[str, Any]:
     """Recall@k with intervals per mode on questions `idx`, paired differences, linking recall."""
-    from tiny_graphrag.search.config import FusionConfig
-
     qs = [p.questions[i] for i in idx]
     sub = Prepared(qs, p.vectors[idx], [p.ranked[i] for i in idx], [p.linked[i] for i in idx], p.titles)
     ranked, fused_titles = fused_rankings(sub, fusion)
     modes = {
         "dense": [p.titles(r.ids("dense")) for r in sub.ranked],
         "bm25": [p.titles(r.ids("keyword")) for r in sub.ranked],
-        "rrf60": fused_rankings(sub, FusionConfig(method="rrf", k=60))[1],
+        "rrf60": fused_rankings(sub, _plain_rrf())[1],
         "fusion": fused_titles,
         "local": local_rankings(engine, sub, fusion, local, ranked),
     }
@@ -254,11 +259,13 @@ def weak_keyword_stress(engine, p: Prepared) -> dict[str, Any]:
     bm25 = recalls([p.titles([c for c, _ in k]) for k in keyword], p.questions)
     out: dict[str, Any] = {"dense": {k: round(100 * float(v.mean()), 1) for k, v in dense.items()},
                            "weak_bm25": {k: round(100 * float(v.mean()), 1) for k, v in bm25.items()}}
-    for f in (FusionConfig(method="rrf", k=60), FusionConfig(method="rrf", k=10, keyword_weight=1.5),
-              FusionConfig(method="score"), FusionConfig(method="score", keyword_weight=0.5)):
+    plain = {"flat_keyword_backoff": None}
+    for f in (_plain_rrf(), FusionConfig(method="rrf", k=10, keyword_weight=1.5, **plain),
+              FusionConfig(method="score", **plain), FusionConfig(method="score", keyword_weight=0.5, **plain),
+              FusionConfig()):
         rec = recalls([p.titles([c for c, _ in fuse(list(r.dense), k, f)]) for r, k in zip(p.ranked, keyword)],
                       p.questions)
-        out[f"{f.method} k={f.k} kw={f.keyword_weight}"] = {
+        out[f"{f.method} k={f.k} kw={f.keyword_weight} backoff={f.flat_keyword_backoff}"] = {
             k: round(100 * float(v.mean()), 1) for k, v in rec.items()}
     return out
 

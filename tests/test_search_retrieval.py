@@ -129,7 +129,7 @@ def test_the_tuning_bench_picks_the_fusion_with_the_best_worst_margin():
 
     assert info["tried"] == len(rt.fusion_grid())
     assert margin(chosen) == max(margin(f) for f in rt.fusion_grid())
-    assert margin(chosen) >= margin(FusionConfig(method="rrf", k=60))
+    assert margin(chosen) >= margin(FusionConfig(method="rrf", k=60, flat_keyword_backoff=None))
 
 
 @pytest.mark.parametrize("top,fifth,backoff,want", [

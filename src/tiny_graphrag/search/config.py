@@ -58,7 +58,7 @@ class LocalConfig:
     # `prior_weight` times the fused text score (both scaled by their best). The values were
     # chosen by coordinate ascent on all of hotpotqa100 and bench/data/musique together (the
     # procedure is measured on held-out halves of both and on 2wiki30: bench/RESULTS.md,
-    # "Retrieval settings on held-out halves").
+    # "Retrieval on held-out halves of hotpotqa100 and MuSiQue").
     damping: float = 0.85
     seed_chunks: int = 3
     passage_weight: float = 4.0

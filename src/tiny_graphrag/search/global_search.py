@@ -129,7 +129,6 @@ class GlobalIndex:
         # A report's citation id is its row in the index's report table: the same in every search.
         self.id_of: dict[str, int] = {r.community_id: i for i, r in enumerate(self.reports)}
         self.vectors = report_vectors
-        self._row: dict[str, int] | None = None
         self._batch_counts: dict[tuple, int] = {}
 
     @property
@@ -155,10 +154,8 @@ class GlobalIndex:
         """The vectors of these reports (by citation id); empty when the index has none."""
         if self.vectors is None or len(self.vectors) == 0:
             return {}
-        if self._row is None:
-            self._row = {cid: i for i, cid in enumerate(self.vectors.ids)}
-        cids = {rid: self.reports[rid].community_id for rid in report_ids}
-        return {rid: self.vectors.matrix[self._row[c]] for rid, c in cids.items() if c in self._row}
+        rows = self.vectors.rows([self.reports[rid].community_id for rid in report_ids])
+        return {rid: self.vectors.matrix[row] for rid, row in zip(report_ids, rows) if row is not None}
 
     def prefilter(
         self, reports: list[tuple[int, Report]], query_vector: np.ndarray | None, config: GlobalConfig
@@ -222,7 +219,7 @@ def _grounded(engine: QueryEngine, globals_: GlobalIndex, points: list[KeyPoint]
               qvec: np.ndarray | None, query: str, config: GlobalConfig, notes: list[str]):
     """The points with their grounded importance (grounding.py), or as the model scored them
     when grounding is off or the index has no report vectors; and the reduce's entry score
-    (`point_cutoff` of the best point's, at least 1)."""
+    (`point_cutoff` of the best point's; build_reduce_context never admits a 0)."""
     grounding: list = [None] * len(points)
     if config.relevance_weight > 0:
         vectors = globals_.vectors_of(sorted({r for b in batches for r in b.report_ids}))
@@ -234,7 +231,7 @@ def _grounded(engine: QueryEngine, globals_: GlobalIndex, points: list[KeyPoint]
         else:
             notes.append("the index has no report vectors: map points are ranked by the model's scores alone")
     best = max((p.score for p in points), default=0)
-    return points, grounding, max(1, math.ceil(config.point_cutoff * best))
+    return points, grounding, math.ceil(config.point_cutoff * best)
 
 
 def search_global(

@@ -157,9 +157,9 @@ class GraphIndex:
         vals: list[np.ndarray] = []
         ev = self.entity_vectors
         if ev is not None and len(ev) and n:
-            row_of = {k: i for i, k in enumerate(ev.ids)}
-            have = np.array([i for i, k in enumerate(self.keys) if k in row_of], dtype=np.int64)
-            m = ev.matrix[[row_of[self.keys[i]] for i in have]] if len(have) else np.zeros((0, 1), np.float32)
+            vector_row = ev.rows(self.keys)
+            have = np.array([i for i, r in enumerate(vector_row) if r is not None], dtype=np.int64)
+            m = ev.matrix[[vector_row[i] for i in have]] if len(have) else np.zeros((0, 1), np.float32)
             t0 = time.perf_counter()
             for start in range(0, len(have), block):
                 sims = m[start:start + block] @ m.T

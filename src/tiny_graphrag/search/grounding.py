@@ -11,9 +11,9 @@ question (its report vectors). So a point's importance mixes the two:
 where relevance is the query cosine of the point's source report, scaled by the best cosine
 among the mapped reports (so the most on-topic report counts 1: "What are the main themes?" is
 only 0.0-0.2 similar to any report, yet every report is about it, so no absolute similarity
-can say what is relevant). The source is the report the
-point cites when it cites one of its batch, else the batch's report nearest to the point's text
-(an uncited point still came from one of the reports it was shown). A point the model
+can say what is relevant). The source is the report the point cites when it cites one of its
+batch, else the batch's report nearest to the point's text (an uncited point still came from
+one of the reports it was shown). A point the model
 invented from the question cites, or sits nearest to, a report that is not about the question,
 and ranks low however the model scored it. w = 0 is GraphRAG's ranking.
 """
@@ -40,11 +40,12 @@ class Grounding:
 
 
 def source_report(point_vector: np.ndarray, cited: Sequence[int], batch: Sequence[int],
-                  report_vectors: Mapping[int, np.ndarray]) -> tuple[int | None, bool]:
-    """The batch report a point cites (the most query-relevant is chosen later), else the nearest."""
+                  report_vectors: Mapping[int, np.ndarray], query_cos: Mapping[int, float]) -> tuple[int | None, bool]:
+    """The batch report a point cites (of several, the one most like the query), else the
+    batch report nearest to the point's text; (report id or None, whether it was cited)."""
     in_batch = [r for r in cited if r in batch and r in report_vectors]
     if in_batch:
-        return in_batch[0], True
+        return max(in_batch, key=lambda r: query_cos.get(r, 0.0)), True
     candidates = [r for r in batch if r in report_vectors]
     if not candidates:
         return None, False
@@ -77,10 +78,8 @@ def ground_points(
             out.append((replace(p, model_score=p.score), Grounding(None, False, 0.0, 0.0)))
             continue
         cited = parse_citations(p.description)["reports"]
-        batch = batches[p.batch] if p.batch < len(batches) else ()
-        if len([r for r in cited if r in batch]) > 1:  # several cited: the one most about the question
-            cited = sorted((r for r in cited if r in batch), key=lambda r: -query_cos.get(r, 0.0))
-        report, was_cited = source_report(np.asarray(vectors[row[i]], dtype=np.float32), cited, batch, report_vectors)
+        report, was_cited = source_report(np.asarray(vectors[row[i]], dtype=np.float32), cited, batches[p.batch],
+                                          report_vectors, query_cos)
         similarity = query_cos.get(report, 0.0) if report is not None else 0.0
         relevance = similarity / best if best > 0 else 0.0
         importance = int(round(100 * ((1 - weight) * p.score / 100 + weight * relevance)))

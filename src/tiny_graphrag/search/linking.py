@@ -39,7 +39,6 @@ class EntityLinker:
     def __init__(self, graph, entity_vectors: VectorIndex | None):
         self._normalize = normalize_name
         self.vectors = entity_vectors
-        self._row: dict[str, int] | None = None
         self.by_name: dict[str, str] = {}
         longest = 1
         for key, data in graph.nodes(data=True):
@@ -88,9 +87,7 @@ class EntityLinker:
         """Cosine of the query to each entity's vector (0 for an entity without one)."""
         if self.vectors is None or not keys:
             return [0.0] * len(keys)
-        if self._row is None:
-            self._row = {k: i for i, k in enumerate(self.vectors.ids)}
-        rows = [self._row.get(k) for k in keys]
+        rows = self.vectors.rows(keys)
         sims = self.vectors.matrix[[r for r in rows if r is not None]] @ np.asarray(query_vector, dtype=np.float32)
         it = iter(sims.tolist())
         return [next(it) if r is not None else 0.0 for r in rows]

@@ -25,6 +25,7 @@ class VectorIndex:
             raise ValueError(f"{len(ids)} ids for {len(matrix)} vectors")
         self.ids = list(ids)
         self.matrix = matrix
+        self._row: dict[str, int] | None = None
         self.device = device or "cpu"
         self._tensor = None
         if self.device != "cpu" and len(self.ids):
@@ -35,6 +36,12 @@ class VectorIndex:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def rows(self, ids: Sequence[str]) -> list[int | None]:
+        """The row of each id in `matrix` (None for an id without a vector)."""
+        if self._row is None:
+            self._row = {k: i for i, k in enumerate(self.ids)}
+        return [self._row.get(k) for k in ids]
 
     def similarities(self, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of every row to `query` (a unit vector), as a numpy array."""
