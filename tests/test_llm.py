@@ -13,7 +13,7 @@ import networkx as nx
 import pytest
 from _fakes import FakeBackend
 
-from tiny_graphrag.cache import CallCache
+from tiny_graphrag.cache import CallCache, cache_key
 from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.errors import ModelLoadError, ModelNotFoundError
 from tiny_graphrag.llm import LLM, CachedLLM, ContextWindowError, LlamaCppLLM, open_llm
@@ -77,6 +77,14 @@ def test_cache_keys_are_stable():
     assert seeded.key(HELLO, {"type": "object"}, 8, 0.0) == (
         "38d4aa547a98d44390d7087d1949496a5a2ec7d9425f57cb3822082d3f81fe6d"
     )
+
+    # A schema's property order decides the order the model writes them in: an order that is not
+    # sorted (what the grammar got before it followed the schema) is in the key.
+    unsorted = {"type": "object", "properties": {"title": {"type": "string"}, "findings": {"type": "string"}}}
+    ordered = {"type": "object", "properties": {"findings": {"type": "string"}, "title": {"type": "string"}}}
+    assert llm.key(HELLO, unsorted, 8, 0.0) != llm.key(HELLO, ordered, 8, 0.0)
+    request = {"messages": HELLO, "schema": ordered, "max_tokens": 8, "temperature": 0.0, "seed": llm.seed}
+    assert llm.key(HELLO, ordered, 8, 0.0) == cache_key("chat", llm.fingerprint, request)  # as it always was
 
 
 # -- the llama.cpp backend --------------------------------------------------------------------
@@ -281,6 +289,20 @@ def test_schema_strings_hold_no_raw_control_characters(llm):
     messages = [{"role": "user", "content": "List twenty numbers, one per line, as JSON {\"items\": ...}:\n- 1\n- 2\n- 3\n"}]
     out = llm.complete(messages, schema=schema, max_tokens=120)
     assert out.text.startswith("{") and not any(ord(ch) < 0x20 for ch in out.text)
+
+
+def test_properties_are_written_in_the_schemas_order(llm):
+    """llama.cpp writes an object's properties in the order the schema gives them (sorted keys
+    had decided that order for every schema, unseen)."""
+    schema = {"type": "object", "properties": {"zeta": {"type": "string", "maxLength": 20},
+                                               "alpha": {"type": "string", "maxLength": 20}},
+              "required": ["zeta", "alpha"], "additionalProperties": False}
+    out = llm.complete([{"role": "user", "content": "Give two words as JSON."}], schema=schema, max_tokens=40)
+    assert out.text.lstrip().startswith('{"zeta"') or out.text.lstrip().startswith('{ "zeta"'), out.text
+    assert list(json.loads(out.text)) == ["zeta", "alpha"]
+    reports = llm.complete(report_messages("-----Entities-----\nid|entity\n1|Marie Curie"), schema=REPORT_SCHEMA,
+                           max_tokens=60)
+    assert reports.text.lstrip()[:16].replace(" ", "").startswith('{"findings"'), reports.text
 
 
 def test_a_gguf_failing_its_pinned_checksum_is_refused_at_load(tmp_path, monkeypatch):

@@ -19,8 +19,8 @@ from tiny_graphrag.config import CommunityConfig
 from tiny_graphrag.llm import ContextWindowError
 from tiny_graphrag.records import Community, Finding, Report
 from tiny_graphrag.report_context import SourceText, build_report_context
-from tiny_graphrag.report_json import parse_report_json
-from tiny_graphrag.report_prompt import REPORT_SCHEMA, prompt_tokens, report_messages
+from tiny_graphrag.report_json import end_at_boundary, parse_report_json, trim_to_bounds
+from tiny_graphrag.report_prompt import REPORT_SCHEMA, prompt_tokens, report_messages, report_schema
 from tiny_graphrag.reports import FALLBACK_EXPLANATION, generate_reports
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
@@ -475,10 +475,12 @@ def test_no_room_for_a_prompt_raises():
 
 
 def test_report_schema_shape():
-    assert REPORT_SCHEMA["required"] == ["title", "summary", "rating", "rating_explanation", "findings"]
+    assert set(REPORT_SCHEMA["required"]) == {"title", "summary", "rating", "rating_explanation", "findings"}
     findings = REPORT_SCHEMA["properties"]["findings"]
     assert (findings["minItems"], findings["maxItems"]) == (1, 5)
-    assert list(REPORT_SCHEMA["properties"])[-1] == "findings"  # last, so truncation can be repaired
+    # Evidence first: the model writes the properties in this order (the grammar follows it).
+    assert list(REPORT_SCHEMA["properties"]) == ["findings", "rating", "rating_explanation", "summary", "title"]
+    assert list(findings["items"]["properties"]) == ["explanation", "summary"]
 
 
 def test_fake_llm_contract():
@@ -491,3 +493,31 @@ def test_fake_llm_contract():
     assert streamed == "echo: a b c" and llm.calls == 2
     with pytest.raises(ContextWindowError, match="n_ctx=4096"):
         llm.complete([{"role": "user", "content": "w " * 4000}], max_tokens=200)
+
+
+@pytest.mark.parametrize("text, bound, expected", [
+    ("Short and whole.", 80, "Short and whole."),
+    ("Longer than its bound, so no grammar cut it, and it is left", 20,
+     "Longer than its bound, so no grammar cut it, and it is left"),
+    ("Obama's policies have significantly impacted,", 45, "Obama's policies have significantly impacted…"),
+    ("as well as the Affordable Cæ", 28, "as well as the Affordable…"),
+    ("Iraq is a country with a history of conflict and violence, and its troops have a", 80,
+     "Iraq is a country with a history of conflict and violence…"),
+    ("Libya is a country of many people. It signed treaties with the European Union and the Arab League. "
+     "The country has a strong and", 128,
+     "Libya is a country of many people. It signed treaties with the European Union and the Arab League."),
+])
+def test_a_string_stopped_at_its_bound_ends_at_a_boundary(text, bound, expected):
+    assert bound - 2 <= len(text) <= bound or text == expected
+    assert end_at_boundary(text, bound) == expected
+
+
+def test_reports_strings_at_their_bounds_are_trimmed_the_rest_kept():
+    schema = report_schema(300)
+    props = schema["properties"]
+    at_bound = ("words " * 100)[: props["summary"]["maxLength"]]  # ends mid-word: "... words word"
+    data = {"title": "Curie family", "summary": at_bound, "rating": 5.0, "rating_explanation": "Central.",
+            "findings": [{"summary": "Married in 1895.", "explanation": "They married in 1895, in Sceaux."}]}
+    out = trim_to_bounds(data, schema)
+    assert out["summary"].endswith("words…") and len(out["summary"]) < len(at_bound)
+    assert {k: v for k, v in out.items() if k != "summary"} == {k: v for k, v in data.items() if k != "summary"}

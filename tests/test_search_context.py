@@ -188,3 +188,19 @@ def test_local_context_puts_text_first_and_omits_cooccurrence_rows(small_graph, 
         assert any(r.label == "located in" for r in built.sources.relationships)
         # What the omitted rows would have used goes to text, never less text than before.
         assert len(omitted.sources.chunks) >= len(built.sources.chunks)
+
+
+@pytest.mark.parametrize("count", COUNTERS)
+def test_local_context_without_the_entity_table(small_graph, count):
+    graph, chunks = small_graph
+    keys = [normalize_name(n) for n in ENTITIES]
+    edges = [(normalize_name(h), normalize_name(t), label) for h, t, label, _ in RELATIONS]
+    sid_of = {c.id: i + 1 for i, c in enumerate(chunks)}
+    common = dict(graph=graph, entities=keys, relationships=edges, reports=[], chunks=chunks, sid_of=sid_of,
+                  budget=2000, count=count)
+    shown = build_local_context(**common, config=LocalConfig())
+    hidden = build_local_context(**common, config=LocalConfig(entity_table=False))
+    assert "-----Entities-----" in shown.text and shown.sources.entities
+    assert "-----Entities-----" not in hidden.text and not hidden.sources.entities
+    assert hidden.sources.relationships == shown.sources.relationships  # only the entity rows go
+    assert hidden.tokens == count(hidden.text) <= 2000

@@ -170,6 +170,32 @@ def test_map_points_rank_by_the_report_they_came_from(index, embedder, grounded)
         assert "Eiffel" in reduced and "Turing studied" not in reduced
 
 
+@pytest.mark.parametrize("reduce_answer, cited", [
+    ("Turing studied at Cambridge.", True),  # no citation: the points' reports are cited, with a note
+    ("Cambridge [Data: Reports (REPORT)].", False),  # the model's own citation stands
+    ("The context does not say.", False),  # nothing to attribute
+])
+def test_an_uncited_global_answer_cites_the_reports_of_its_points(index, embedder, reduce_answer, cited):
+    ids: dict[str, int] = {}
+
+    def responder(messages, schema, max_tokens):
+        if schema is not None:
+            shown = _first_ids(messages, "Reports")
+            pairs = [("Turing studied at King's College, Cambridge", 90)] if ids["turing"] in shown else []
+            return points_json(*(pairs or [("nothing here", 0)]))
+        return reduce_answer.replace("REPORT", str(ids["turing"]))
+
+    with QueryEngine(index, llm=FakeLLM(responder, n_ctx=4096), embedder=embedder) as qe:
+        ids.update(turing=_report_id(qe, "Turing", 0))
+        r = qe.global_search("Where did Alan Turing study?", level=0)
+    noted = any("cited no report" in n for n in r.notes)
+    assert noted == cited
+    assert parse_citations(r.answer)["reports"] == ([] if "does not say" in reduce_answer else [ids["turing"]])
+    if cited:  # the point cited nothing: its report is the one it was grounded in
+        assert r.answer == f"Turing studied at Cambridge. [Data: Reports ({ids['turing']})]"
+        assert not unresolved(r.answer, r.sources)
+
+
 def test_without_report_vectors_map_points_keep_the_models_scores(index, embedder):
     with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder,
                      config=SearchConfig(global_=GlobalConfig(map_chunk_tokens=120))) as qe:

@@ -102,9 +102,18 @@ class CachedLLM:
         return self.backend.count_tokens(text)
 
     def key(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> str:
-        """The cache key of one request (unchanged since the first release: old caches stay valid)."""
+        """The cache key of one request (unchanged since the first release: old caches stay valid).
+
+        The key's JSON sorts keys, but a schema's property order decides the order the model
+        writes them in; until the grammar followed that order it got the properties sorted, so a
+        schema whose order is not sorted has its order in the key (those old outputs are not
+        reused) and any other keeps its old key."""
         request = {"messages": messages, "schema": schema, "max_tokens": max_tokens, "temperature": temperature,
                    "seed": self.seed}
+        if schema is not None:
+            order = property_order(schema)
+            if order != property_order(json.loads(json.dumps(schema, sort_keys=True))):
+                request["property_order"] = order
         return cache_key("chat", self.fingerprint, request)
 
     def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
@@ -164,6 +173,16 @@ class CachedLLM:
         stored = asdict(result)
         del stored["cached"]  # a replayed answer says so itself
         self.cache.put(key, stored)
+
+
+def property_order(schema: object) -> list:
+    """The object properties of a JSON schema in declared order, nested ones included."""
+    if isinstance(schema, dict):
+        names = list(schema["properties"]) if isinstance(schema.get("properties"), dict) else []
+        return names + [property_order(v) for v in schema.values() if isinstance(v, (dict, list))]
+    if isinstance(schema, list):
+        return [property_order(v) for v in schema]
+    return []
 
 
 def _check_max_tokens(max_tokens: int) -> None:
@@ -322,7 +341,9 @@ class LlamaCppLLM:
             raise context_window_error(n_prompt, max_tokens, self.n_ctx)
         kwargs["max_tokens"] = max_tokens
         if schema is not None:
-            kwargs["grammar"] = schema_grammar(json.dumps(schema, sort_keys=True))
+            # In the schema's own order: llama.cpp writes properties in the order given, and sorted
+            # keys made a report's findings come first and its title last.
+            kwargs["grammar"] = schema_grammar(json.dumps(schema))
         return kwargs
 
     def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,

@@ -7,7 +7,10 @@ is complete is kept, and anything not in REPORT_SCHEMA's shape is refused (None)
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
 def _closing_candidates(text: str) -> list[str]:
@@ -98,3 +101,41 @@ def parse_report_json(text: str, *, truncated: bool = False) -> tuple[dict, bool
         if valid is not None:
             return valid, True
     return None
+
+
+def end_at_boundary(text: str, bound: int) -> str:
+    """`text` if it is shorter than its maxLength `bound`; else, since the grammar stopped it
+    mid-phrase, cut back to where a reader can stop: the last sentence end in its second half,
+    else the last clause there or the last whole word, marked with "…"."""
+    # Whitespace was normalized, so a cut string may be a little shorter than its bound; a longer
+    # one was not cut by a grammar (a backend that ignores the schema) and is left alone.
+    if not bound - 2 <= len(text) <= bound:
+        return text
+    half = len(text) // 2
+    ends = [m.end() for m in _SENTENCE_END.finditer(text) if m.end() > half]
+    if ends:
+        return text[: ends[-1]]
+    if text[-1] in ",;: ":  # stopped just after a whole word
+        return text.rstrip(",;: ") + "…"
+    cut = max(text.rfind(", "), text.rfind("; "))
+    if cut <= half:
+        cut = text.rfind(" ")
+    return (text[:cut] if cut > half else text).rstrip(",;: ") + "…"
+
+
+def trim_to_bounds(data: dict, schema: dict) -> dict:
+    """A validated report whose strings that reached their schema bound end at a boundary."""
+    props = schema["properties"]
+    finding = props["findings"]["items"]["properties"]
+
+    def trim(text: str, spec: dict) -> str:
+        return end_at_boundary(text, spec["maxLength"]) if "maxLength" in spec else text
+
+    return {
+        **data,
+        "title": trim(data["title"], props["title"]),
+        "summary": trim(data["summary"], props["summary"]),
+        "rating_explanation": trim(data["rating_explanation"], props["rating_explanation"]),
+        "findings": [{"summary": trim(f["summary"], finding["summary"]),
+                      "explanation": trim(f["explanation"], finding["explanation"])} for f in data["findings"]],
+    }

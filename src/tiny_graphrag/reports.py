@@ -17,7 +17,7 @@ from .citations import filter_citations, strip_citations
 from .llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, ContextWindowError
 from .records import Community, Finding, Report
 from .report_context import ReportContext, SourceText, build_report_context
-from .report_json import parse_report_json
+from .report_json import parse_report_json, trim_to_bounds
 from .report_prompt import report_messages, report_schema
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ def generate_report(
         )
         return fallback_report(community, context)
     data, repaired = parsed
+    data = trim_to_bounds(data, schema)
     if repaired:
         log.warning("report for %s was cut off or malformed; kept its complete part", community.id)
     return _to_report(community, data, context)

@@ -11,7 +11,7 @@ import logging
 import re
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from ..citations import check_citations, parse_citations, strip_citations
 from ..errors import InputError
@@ -35,6 +35,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_ATTRIBUTED = 2  # text chunks cited for an answer the model left uncited
 ATTRIBUTED_NOTE = ("the model cited no source: the answer cites the shown text chunks that contain it "
                    "(those sharing most words with the question first)")
+UNCITED_REPORTS_NOTE = ("the model cited no report: the answer cites the reports of the key points it was given "
+                        "(most important first)")
 IDS_ONLY_NOTE = "the model answered with citation ids only, no words: read the cited sources"
 
 
@@ -175,9 +177,13 @@ class SearchRun:
         category: str = "answer",
         stream: bool = False,
         context: str | None = None,
+        given_reports: Sequence[int] = (),
     ) -> SearchResult | StreamingResult:
         """The final call (counted under `category`), or, when `messages` is None (nothing
-        relevant was found), the answer that says so without asking the model."""
+        relevant was found), the answer that says so without asking the model.
+
+        An answer that cites nothing cites the shown text chunks holding it word for word, else
+        (global search) the first of `given_reports`, the reports its key points came from."""
         if messages is None:
             self.notes.append("nothing relevant to the query was found, so no answer call was made")
             res = self.result(built, context=context, answer=NO_DATA_ANSWER)
@@ -195,9 +201,13 @@ class SearchRun:
                 self.notes.append(IDS_ONLY_NOTE)
             elif not any(parse_citations(answer).values()):
                 ids = sources_containing(answer, built.sources, self.query)
+                reports = list(given_reports[:MAX_ATTRIBUTED])
                 if ids:
                     answer = f"{answer} [Data: Sources ({', '.join(map(str, ids))})]"
                     self.notes.append(ATTRIBUTED_NOTE)
+                elif reports and not answer.startswith(NOT_IN_CONTEXT.rstrip(".")):
+                    answer = f"{answer} [Data: Reports ({', '.join(map(str, reports))})]"
+                    self.notes.append(UNCITED_REPORTS_NOTE)
             self.usage[category] = meter.usage(n_prompt_used, n_completion)
             return self.result(built, context=context, answer=answer, invalid=invalid)
 

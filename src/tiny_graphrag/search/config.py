@@ -68,6 +68,10 @@ class LocalConfig:
     # Entities whose vectors are at least this alike are linked for the walk (HippoRAG's synonymy
     # edges, 0.8 there): spaCy's "US" and "United States" are different nodes. None: no links.
     synonym_similarity: float | None = 0.85
+    # The entity table shows names, types and aliases (no extractor here writes descriptions). It
+    # cost the demo's local answer (the 0.5B reader took a listed name for it), but leaving it out
+    # did not help on 60 hotpotqa questions (bench/RESULTS.md), so it stays.
+    entity_table: bool = True
 
     def __post_init__(self) -> None:
         if not (0 <= self.text_share <= 1 and 0 <= self.community_share <= 1):

@@ -160,7 +160,8 @@ def build_local_context(
     sep = count("\n\n")  # the separator between sections
     report_text, report_src, n_reports = pack_table("Reports", REPORT_HEADER, report_rows(reports), shares["reports"], count)
     ent_budget = shares["graph"] // 2
-    ent_text, ent_src, n_ent = pack_table("Entities", ENTITY_HEADER, entity_rows(graph, entities), ent_budget, count)
+    ent_rows = entity_rows(graph, entities) if config.entity_table else []
+    ent_text, ent_src, n_ent = pack_table("Entities", ENTITY_HEADER, ent_rows, ent_budget, count)
     omit = GENERIC_RELATIONS | set(omit_relations)
     shown = [e for e in relationships if graph.edges[e].get("label", e[2]) not in omit]
     rel_budget = shares["graph"] - n_ent - (sep if n_ent else 0)

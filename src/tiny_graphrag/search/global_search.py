@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..citations import parse_citations
 from ..errors import InputError
 from ..llm import LLM
 from ..records import Report, TreeNode
@@ -323,4 +324,19 @@ def search_global(
                                 {"map": map_tokens, "reduce": reduce_tokens})
     messages = reduce_messages(reduce_text, query) if kept else None
     return run.answer(reduce_built, messages, max_tokens=config.reduce_max_tokens, category="reduce", stream=stream,
-                      context=map_text + "\n\n=====Reduce=====\n" + reduce_text)
+                      context=map_text + "\n\n=====Reduce=====\n" + reduce_text,
+                      given_reports=point_reports(kept, points, grounding, {r.id for r in sources.reports}))
+
+
+def point_reports(kept: Sequence[KeyPoint], points: Sequence[KeyPoint], grounding: Sequence[Any],
+                  shown: set[int]) -> list[int]:
+    """The reports the reduce's points came from, in the points' order: those a point cites,
+    else the one it was grounded in (only reports that were mapped: `shown`)."""
+    grounded = {id(p): g.report for p, g in zip(points, grounding) if g is not None and g.report is not None}
+    out: dict[int, None] = {}
+    for p in kept:
+        cited = parse_citations(p.description)["reports"]
+        cited = [r for r in cited if r in shown]
+        for rid in cited or ([grounded[id(p)]] if id(p) in grounded else []):
+            out.setdefault(int(rid), None)
+    return list(out)
