@@ -341,8 +341,8 @@ class LlamaCppLLM:
             raise context_window_error(n_prompt, max_tokens, self.n_ctx)
         kwargs["max_tokens"] = max_tokens
         if schema is not None:
-            # In the schema's own order: llama.cpp writes properties in the order given, and sorted
-            # keys made a report's findings come first and its title last.
+            # In the schema's declared order: llama.cpp writes properties in the order it is given
+            # them (sorted keys here had overridden every schema's order).
             kwargs["grammar"] = schema_grammar(json.dumps(schema))
         return kwargs
 

@@ -183,7 +183,8 @@ class SearchRun:
         relevant was found), the answer that says so without asking the model.
 
         An answer that cites nothing cites the shown text chunks holding it word for word, else
-        (global search) the first of `given_reports`, the reports its key points came from."""
+        (global search) the first MAX_ATTRIBUTED of `given_reports`, the reports its key points came
+        from."""
         if messages is None:
             self.notes.append("nothing relevant to the query was found, so no answer call was made")
             res = self.result(built, context=context, answer=NO_DATA_ANSWER)

@@ -41,7 +41,7 @@ from .context import (
     BuiltContext, KeyPoint, MapBatch, build_reduce_context, nested_sources, pack_report_batches, source_chunk,
     source_report,
 )
-from .grounding import ground_points
+from .grounding import Grounding, ground_points
 from .prompts import map_messages, map_schema, reduce_messages
 from .result import SearchResult, Sources, StreamingResult
 from .vectors import VectorIndex
@@ -328,7 +328,7 @@ def search_global(
                       given_reports=point_reports(kept, points, grounding, {r.id for r in sources.reports}))
 
 
-def point_reports(kept: Sequence[KeyPoint], points: Sequence[KeyPoint], grounding: Sequence[Any],
+def point_reports(kept: Sequence[KeyPoint], points: Sequence[KeyPoint], grounding: Sequence[Grounding | None],
                   shown: set[int]) -> list[int]:
     """The reports the reduce's points came from, in the points' order: those a point cites,
     else the one it was grounded in (only reports that were mapped: `shown`)."""
