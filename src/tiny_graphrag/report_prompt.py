@@ -6,9 +6,9 @@ report is at most ~3,300 characters (~850 tokens), near the default max_report_t
 The grammar makes the model write the properties in the order given here, evidence first: the
 findings, each explanation before its one-line summary, then the rating, the executive summary
 and last the title. Written in GraphRAG's order (title and summary first), the 0.5B model's
-reports held half as much of their data's wording (copied word trigrams: 8.9% against 16.7% on
-the demo's 19 reports, 9.6% against 17.5% on A Christmas Carol's 6, bench/RESULTS.md): a summary
-written first is generic ("a diverse and complex community"), and the findings then follow it.
+reports held about half as much of their data's wording (bench/RESULTS.md, "Community reports
+written evidence first"): a summary written first is generic ("a diverse and complex
+community"), and the findings then follow it.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ class LocalConfig:
     synonym_similarity: float | None = 0.85
     # The entity table shows names, types and aliases (no extractor here writes descriptions). It
     # cost the demo's local answer (the 0.5B reader took a listed name for it), but leaving it out
-    # did not help on 60 hotpotqa questions (bench/RESULTS.md), so it stays.
+    # did not help on hotpotqa questions (bench/RESULTS.md), so it stays.
     entity_table: bool = True
 
     def __post_init__(self) -> None:
