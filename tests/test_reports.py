@@ -499,7 +499,9 @@ def test_fake_llm_contract():
     ("Short and whole.", 80, "Short and whole."),
     ("Longer than its bound, so no grammar cut it, and it is left", 20,
      "Longer than its bound, so no grammar cut it, and it is left"),
-    ("Obama's policies have significantly impacted,", 45, "Obama's policies have significantly impacted…"),
+    ("Obama's policies have significantly impacted,", 45, "Obama's policies have significantly…"),
+    ("Netflix is the key entity in the commu,", 40, "Netflix is the key entity in the…"),  # a word ended early
+    ("", 2, ""),
     ("as well as the Affordable Cæ", 28, "as well as the Affordable…"),
     ("Iraq is a country with a history of conflict and violence, and its troops have a", 80,
      "Iraq is a country with a history of conflict and violence…"),

@@ -106,17 +106,17 @@ def parse_report_json(text: str, *, truncated: bool = False) -> tuple[dict, bool
 def end_at_boundary(text: str, bound: int) -> str:
     """`text` if it is shorter than its maxLength `bound`; else, since the grammar stopped it
     mid-phrase, cut back to where a reader can stop: the last sentence end in its second half,
-    else the last clause there or the last whole word, marked with "…"."""
+    else the last clause there or the last space, marked with "…". The word before the bound is
+    dropped even when punctuation follows it: pressed for room, the model ends a word early
+    ("in the commu,")."""
     # Whitespace was normalized, so a cut string may be a little shorter than its bound; a longer
     # one was not cut by a grammar (a backend that ignores the schema) and is left alone.
-    if not bound - 2 <= len(text) <= bound:
+    if not text or not bound - 2 <= len(text) <= bound:
         return text
     half = len(text) // 2
     ends = [m.end() for m in _SENTENCE_END.finditer(text) if m.end() > half]
     if ends:
         return text[: ends[-1]]
-    if text[-1] in ",;: ":  # stopped just after a whole word
-        return text.rstrip(",;: ") + "…"
     cut = max(text.rfind(", "), text.rfind("; "))
     if cut <= half:
         cut = text.rfind(" ")

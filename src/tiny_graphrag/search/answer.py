@@ -44,6 +44,11 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def says_not_in_context(answer: str) -> bool:
+    """The answer is the prompts' plain "the context does not say" (or the no-data answer)."""
+    return strip_citations(answer).strip().startswith(NOT_IN_CONTEXT.rstrip("."))
+
+
 def sources_containing(answer: str, sources: Sources, query: str, limit: int = MAX_ATTRIBUTED) -> list[int]:
     """Ids of the text chunks holding the answer's words in sequence, those sharing the most
     words with the question first (ties: context order), at most `limit`.
@@ -54,7 +59,7 @@ def sources_containing(answer: str, sources: Sources, query: str, limit: int = M
     """
     first = strip_citations(answer).strip().splitlines()[0] if strip_citations(answer).strip() else ""
     want = _words(first)
-    if not want or first.startswith(NOT_IN_CONTEXT.rstrip(".")):
+    if not want or says_not_in_context(first):
         return []
     needle = " " + " ".join(want) + " "
     asked = set(_words(query))
@@ -206,7 +211,7 @@ class SearchRun:
                 if ids:
                     answer = f"{answer} [Data: Sources ({', '.join(map(str, ids))})]"
                     self.notes.append(ATTRIBUTED_NOTE)
-                elif reports and not answer.startswith(NOT_IN_CONTEXT.rstrip(".")):
+                elif reports and not says_not_in_context(answer):
                     answer = f"{answer} [Data: Reports ({', '.join(map(str, reports))})]"
                     self.notes.append(UNCITED_REPORTS_NOTE)
             self.usage[category] = meter.usage(n_prompt_used, n_completion)

@@ -330,13 +330,11 @@ def search_global(
 
 def point_reports(kept: Sequence[KeyPoint], points: Sequence[KeyPoint], grounding: Sequence[Grounding | None],
                   shown: set[int]) -> list[int]:
-    """The reports the reduce's points came from, in the points' order: those a point cites,
-    else the one it was grounded in (only reports that were mapped: `shown`)."""
-    grounded = {id(p): g.report for p, g in zip(points, grounding) if g is not None and g.report is not None}
+    """The reports the reduce's points came from, in the points' order: the one each point was
+    grounded in (grounding.point_source), else, ungrounded, the mapped (`shown`) reports it cites."""
+    source = {id(p): g.report for p, g in zip(points, grounding) if g is not None and g.report is not None}
     out: dict[int, None] = {}
     for p in kept:
-        cited = parse_citations(p.description)["reports"]
-        cited = [r for r in cited if r in shown]
-        for rid in cited or ([grounded[id(p)]] if id(p) in grounded else []):
-            out.setdefault(int(rid), None)
+        ids = [source[id(p)]] if id(p) in source else [r for r in parse_citations(p.description)["reports"] if r in shown]
+        out.update(dict.fromkeys(ids))
     return list(out)

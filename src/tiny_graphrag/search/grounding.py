@@ -39,7 +39,7 @@ class Grounding:
     relevance: float  # 0..1, that cosine over the best mapped report's
 
 
-def source_report(point_vector: np.ndarray, cited: Sequence[int], batch: Sequence[int],
+def point_source(point_vector: np.ndarray, cited: Sequence[int], batch: Sequence[int],
                   report_vectors: Mapping[int, np.ndarray], query_cos: Mapping[int, float]) -> tuple[int | None, bool]:
     """The batch report a point cites (of several, the one most like the query), else the
     batch report nearest to the point's text; (report id or None, whether it was cited)."""
@@ -78,7 +78,7 @@ def ground_points(
             out.append((replace(p, model_score=p.score), Grounding(None, False, 0.0, 0.0)))
             continue
         cited = parse_citations(p.description)["reports"]
-        report, was_cited = source_report(np.asarray(vectors[row[i]], dtype=np.float32), cited, batches[p.batch],
+        report, was_cited = point_source(np.asarray(vectors[row[i]], dtype=np.float32), cited, batches[p.batch],
                                           report_vectors, query_cos)
         similarity = query_cos.get(report, 0.0) if report is not None else 0.0
         relevance = similarity / best if best > 0 else 0.0
