@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tiny_graphrag.search.prompts import (
@@ -58,9 +60,14 @@ def test_reduce_prompt_answers_first_then_summarizes_the_points():
     assert "Question: Where is Lyon?" in user and user.rstrip().endswith("Answer:")
     first, then = user.index("Start with the answer itself"), user.index("main points")
     assert first < then < user.index("[Data: Reports (ids)]", then)
-    # The plain no only when no point is relevant, never "I do not know".
+    # The plain no only when no point is relevant, never "I do not know"; not offered at all
+    # when the map model vouched for a point (global_search decides).
     assert f"If no key point is relevant to the question, write: {NOT_IN_CONTEXT}" in user
     assert "do not know" not in user.lower()
+    points = "(1) Lyon is in France [Data: Reports (3)] score 90"
+    vouched = _user(reduce_messages(points, "Where is Lyon?", may_decline=False))
+    assert NOT_IN_CONTEXT not in vouched and "{decline}" not in vouched
+    assert vouched == user.replace(f" If no key point is relevant to the question, write: {NOT_IN_CONTEXT}", "")
 
 
 def test_map_prompt_and_schema():
@@ -93,6 +100,20 @@ def test_map_answer_parsing_keeps_each_point_once():
     assert valid and [(p.description[:4], p.score, p.batch) for p in points] == [("Lyon", 90, 2), ("Pari", 100, 2)]
     points, valid = parse_map_answer("not json", 0)
     assert not valid and points[0].description == INVALID_MAP_ANSWER and points[0].score == 0
+
+
+def test_a_map_description_stopped_at_its_bound_ends_at_a_boundary():
+    # The demo's map model copied a report up to the bound: "...ended the Great Reces".
+    from tiny_graphrag.search.global_search import parse_map_answer
+
+    cut = "Obama's policies changed lives. Obama's economic stimulus package ended the Great Reces"
+    whole = "Lyon is in France"
+    text = json.dumps({"points": [{"description": cut, "score": 80}, {"description": cut, "score": 70},
+                                  {"description": whole, "score": 60}]})
+    points, valid = parse_map_answer(text, 0, bound=len(cut))
+    assert valid and [(p.description, p.score) for p in points] == [
+        ("Obama's policies changed lives. Obama's economic stimulus package ended the Great…", 80), (whole, 60)]
+    assert parse_map_answer(text, 0)[0][0].description == cut  # no bound: as written
 
 
 @pytest.mark.parametrize("cut", [0, 1, 25, 50])

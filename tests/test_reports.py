@@ -13,7 +13,7 @@ import pytest
 from _fakes import FakeLLM
 
 from tiny_graphrag.cache import CallCache
-from tiny_graphrag.citations import filter_citations, parse_citations
+from tiny_graphrag.citations import check_citations, filter_citations, parse_citations
 from tiny_graphrag.communities import hierarchical_communities
 from tiny_graphrag.config import CommunityConfig
 from tiny_graphrag.llm import ContextWindowError
@@ -263,6 +263,22 @@ def test_filter_citations_keeps_only_existing_ids():
     out = filter_citations(text, citable)
     assert out == "A is B [Data: Entities (1); Relationships (7)]. C end."
     assert parse_citations(out)["sources"] == []
+
+
+class _Shown:
+    def citable(self) -> dict[str, set[int]]:
+        return {"reports": {16}, "sources": set(), "entities": set(), "relationships": set()}
+
+
+@pytest.mark.parametrize("answer, expected, removed", [
+    ("Mercury boils at 357 C. [Data: Reports (16)]", "Mercury boils at 357 C. [Data: Reports (16)]", {}),
+    # the prompt's citation form copied as it stands (a 0.5B reduce did): no id, so no citation
+    ("Mercury boils at 357 C. [Data: Reports (ids)]", "Mercury boils at 357 C.", {}),
+    ("Mercury boils at 357 C. [Data: Reports (ids)] [Data: Reports (16, 4)]",
+     "Mercury boils at 357 C. [Data: Reports (16)]", {"reports": (4,)}),
+])
+def test_check_citations_drops_ids_not_shown_and_blocks_without_ids(answer, expected, removed):
+    assert check_citations(answer, _Shown()) == (expected, removed)
 
 
 # -- parsing and repair ---------------------------------------------------------------------
@@ -523,3 +539,33 @@ def test_reports_strings_at_their_bounds_are_trimmed_the_rest_kept():
     out = trim_to_bounds(data, schema)
     assert out["summary"].endswith("words…") and len(out["summary"]) < len(at_bound)
     assert {k: v for k, v in out.items() if k != "summary"} == {k: v for k, v in data.items() if k != "summary"}
+
+
+def _text_report(summary: str, *findings: tuple[str, str]) -> Report:
+    return Report("c0", 0, "Obama's community", summary, 7.0, "why", tuple(Finding(s, e) for s, e in findings))
+
+
+def test_report_text_holds_every_distinct_string_once():
+    r = _text_report("Obama led the Democrats.", ("Stimulus", "The stimulus ended the recession."),
+                     ("Dodd-Frank", "Dodd-Frank reformed finance."))
+    assert r.text() == ("# Obama's community\n\nObama led the Democrats.\n\n## Stimulus\n\n"
+                        "The stimulus ended the recession.\n\n## Dodd-Frank\n\nDodd-Frank reformed finance.")
+
+
+def test_report_text_leaves_out_strings_another_one_already_holds():
+    # A 0.5B model's finding summaries are its explanations' first words, cut at their bound
+    # with "…"; a summary may repeat a finding word for word; whole words only count.
+    r = _text_report(
+        "The United States is a location",
+        ("Obama's economic stimulus package ended…", "Obama's economic stimulus package ended the Great Recession."),
+        ("The United States is a location", "The United States is a location"),
+        ("Stim", "A stimulus for every state."),
+    )
+    assert r.text() == ("# Obama's community\n\nObama's economic stimulus package ended the Great Recession.\n\n"
+                        "The United States is a location\n\n## Stim\n\nA stimulus for every state.")
+    assert r.text().count("The United States is a location") == 1
+
+
+def test_report_text_of_an_empty_string_leaves_no_blank_heading():
+    r = _text_report("", ("", "Only an explanation."))
+    assert r.text() == "# Obama's community\n\nOnly an explanation."

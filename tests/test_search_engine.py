@@ -196,6 +196,30 @@ def test_an_uncited_global_answer_cites_the_reports_of_its_points(index, embedde
         assert not unresolved(r.answer, r.sources)
 
 
+@pytest.mark.parametrize("model_score, offered", [(90, False), (0, True)])
+def test_the_reduce_may_decline_only_when_the_map_model_vouched_for_nothing(index, embedder, model_score, offered):
+    """A 0.5B reduce answered "The context does not say." with the map's relevant points in
+    front of it: the way out is offered only when every kept point was scored 0 by the map
+    model itself (kept by grounding alone)."""
+    ids: dict[str, int] = {}
+    prompts: list[str] = []
+
+    def responder(messages, schema, max_tokens):
+        if schema is not None:
+            shown = _first_ids(messages, "Reports")
+            pairs = [("Turing studied at King's College, Cambridge", model_score)] if ids["turing"] in shown else []
+            return points_json(*(pairs or [("nothing here", 0)]))
+        prompts.append(messages[-1]["content"])
+        return "Cambridge."
+
+    with QueryEngine(index, llm=FakeLLM(responder, n_ctx=4096), embedder=embedder) as qe:
+        ids.update(turing=_report_id(qe, "Turing", 0))
+        r = qe.global_search("Where did Alan Turing study?", level=0)
+    assert "Turing studied" in r.details["reduce_context"]  # grounding keeps the point either way
+    assert len(prompts) == 1
+    assert ("does not say" in prompts[0]) == offered
+
+
 def test_without_report_vectors_map_points_keep_the_models_scores(index, embedder):
     with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder,
                      config=SearchConfig(global_=GlobalConfig(map_chunk_tokens=120))) as qe:

@@ -89,9 +89,10 @@ def check_citations(text: str, sources: Citable) -> tuple[str, dict[str, tuple[i
     """(text with only resolvable citations, the ids that were removed).
 
     A model may cite an id it was never shown (or copy one out of a report's text): such a
-    citation would point at nothing, so it is removed rather than passed on.
+    citation would point at nothing, so it is removed rather than passed on; so is a block
+    without any id, the prompt's "[Data: Reports (ids)]" copied as it stands.
     """
     bad = unresolved(text, sources)
-    if not bad:
+    if not bad and not any(not re.search(r"\d", m.group(1)) for m in _DATA_BLOCK.finditer(text)):
         return text, {}
     return filter_citations(text, sources.citable()), bad

@@ -6,6 +6,7 @@ Every stage takes records and returns records. Offsets are character offsets, en
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 
@@ -134,11 +135,42 @@ class Report:
     fallback: bool = False
 
     def text(self) -> str:
-        """The report as plain text, as it is embedded and shown to the model."""
-        lines = [f"# {self.title}", "", self.summary, ""]
-        for f in self.findings:
-            lines.append(f"## {f.summary}\n\n{f.explanation}\n")
+        """The report as plain text, as it is embedded and shown to the model.
+
+        A string whose words another of its strings already holds is left out: a small model
+        writes a finding's summary as the first words of its explanation (cut with "…" at its
+        bound), and the map model copied such fragments as its points ("Obama's economic
+        stimulus package ended…") instead of the sentence they begin."""
+        pieces = [self.summary] + [s for f in self.findings for s in (f.summary, f.explanation)]
+        shown = [not _repeats(i, pieces) for i in range(len(pieces))]
+        lines = [f"# {self.title}", ""] + ([self.summary, ""] if shown[0] else [])
+        for n, f in enumerate(self.findings):
+            head, body = shown[1 + 2 * n], shown[2 + 2 * n]
+            if head:
+                lines.append(f"## {f.summary}\n")
+            if body:
+                lines.append(f"{f.explanation}\n")
         return "\n".join(lines).strip()
+
+
+def _words(text: str) -> str:
+    """A string's words, lowercased, without the "…" of a cut string or trailing punctuation."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _repeats(i: int, pieces: list[str]) -> bool:
+    """True when piece i is empty, equal to a later piece, or a run of three or more words
+    inside a longer one (a one- or two-word heading such as "Stimulus" is a label, kept)."""
+    mine = _words(pieces[i])
+    if not mine:
+        return True
+    for j, other in enumerate(pieces):
+        theirs = _words(other)
+        if j == i or f" {mine} " not in f" {theirs} ":
+            continue
+        if (mine == theirs and j > i) or (len(theirs) > len(mine) and mine.count(" ") >= 2):
+            return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ..citations import parse_citations
 from ..errors import InputError
 from ..llm import LLM
 from ..records import Report, TreeNode
+from ..report_json import end_at_boundary
 from ..tables import Count
 from .answer import CallMeter
 from .config import GlobalConfig
@@ -81,9 +82,10 @@ def _complete_points(text: str) -> list[Any] | None:
         points.append(obj)
 
 
-def parse_map_answer(text: str, batch: int) -> tuple[list[KeyPoint], bool]:
+def parse_map_answer(text: str, batch: int, bound: int | None = None) -> tuple[list[KeyPoint], bool]:
     """Key points from a map answer; a cut-off answer keeps its complete points; anything
-    unusable degrades to one score-0 point."""
+    unusable degrades to one score-0 point. A description that ran to the schema's `bound`
+    ends at a sentence or word boundary (report_json.end_at_boundary), not mid-word."""
     data: Any = None
     try:
         data = json.loads(text)
@@ -105,13 +107,16 @@ def parse_map_answer(text: str, batch: int) -> tuple[list[KeyPoint], bool]:
             continue
         desc = p.get("description", p.get("answer"))
         # A small model made to write several points repeats one: the copy would count twice.
-        if not isinstance(desc, str) or not desc.strip() or any(k.description == desc.strip() for k in points):
+        if not isinstance(desc, str) or not desc.strip():
+            continue
+        desc = end_at_boundary(desc.strip(), bound) if bound else desc.strip()
+        if any(k.description == desc for k in points):
             continue
         try:
             score = int(round(float(p.get("score", 0))))
         except (TypeError, ValueError):
             score = 0
-        points.append(KeyPoint(desc.strip(), max(0, min(100, score)), batch))
+        points.append(KeyPoint(desc, max(0, min(100, score)), batch))
     if not points:
         return [KeyPoint(INVALID_MAP_ANSWER, 0, batch)], False
     return points, True
@@ -205,11 +210,12 @@ def _map_source(engine: QueryEngine, config: GlobalConfig) -> GlobalIndex:
 def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalConfig) -> list[MapAnswer]:
     """One constrained call per batch."""
     schema = map_schema(config.max_points, config.map_max_tokens)
+    bound = schema["properties"]["points"]["items"]["properties"]["description"]["maxLength"]
     answers = []
     for i, batch in enumerate(batches):
         out = llm.complete(map_messages(batch.text, query), schema=schema, max_tokens=config.map_max_tokens,
                            temperature=0.0)
-        points, valid = parse_map_answer(out.text, i)
+        points, valid = parse_map_answer(out.text, i, bound)
         if not valid:
             log.warning("map answer %d was not valid JSON (finish_reason=%s): %.120r", i, out.finish_reason, out.text)
         answers.append(MapAnswer(i, tuple(points), valid, out.text, out.prompt_tokens, out.completion_tokens))
@@ -322,7 +328,10 @@ def search_global(
     # context_tokens of a global result: everything the model read, map batches and reduce points.
     reduce_built = BuiltContext(reduce_text, sources, map_tokens + reduce_tokens, reduce_room,
                                 {"map": map_tokens, "reduce": reduce_tokens})
-    messages = reduce_messages(reduce_text, query) if kept else None
+    # The map model vouched for a point when it scored it above 0 itself (grounding may keep
+    # points it scored 0); then the reduce is not offered "the context does not say".
+    vouched = any((p.score if p.model_score is None else p.model_score) > 0 for p in kept)
+    messages = reduce_messages(reduce_text, query, may_decline=not vouched) if kept else None
     return run.answer(reduce_built, messages, max_tokens=config.reduce_max_tokens, category="reduce", stream=stream,
                       context=map_text + "\n\n=====Reduce=====\n" + reduce_text,
                       given_reports=point_reports(kept, points, grounding, {r.id for r in sources.reports}))

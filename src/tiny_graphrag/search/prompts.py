@@ -62,15 +62,17 @@ If no report is about the question, return one point with score 0.
 # The reduce call writes the final answer (GraphRAG's reduce: a response that summarizes the
 # analysts' points). It must serve both a question about one fact (the answer first, in its
 # first sentence, which is what bench/answers.py scores) and one about the whole corpus ("main
-# themes": the main points, each cited). "The context does not say" only when no point is
-# relevant: a small model wrote it while relevant points were in front of it.
+# themes": the main points, each cited). The way out, "The context does not say", is offered only
+# when the map model itself scored every point 0 (points kept by grounding alone): offered always,
+# a 0.5B reduce took it with the map's relevant points in front of it (bench/RESULTS.md).
+REDUCE_DECLINE = " If no key point is relevant to the question, write: " + NOT_IN_CONTEXT
 REDUCE_SYSTEM = "You answer questions using only the analysts' key points you are given. You are accurate and concise."
 
 REDUCE_USER = """---Analysts' key points (most important first)---
 {context}
 ---End of key points---
 
-Each key point above was written by an analyst who read part of the data, and cites its reports as [Data: Reports (ids)]. Using only these points, answer the question below. Start with the answer itself in one short sentence. If the question is about a whole topic (themes, trends, an overview), then give the main points in a few short sentences, most important first. End each sentence with the reports that support it as [Data: Reports (ids)]. If no key point is relevant to the question, write: """ + NOT_IN_CONTEXT + """
+Each key point above was written by an analyst who read part of the data, and cites its reports as [Data: Reports (ids)]. Using only these points, answer the question below. Start with the answer itself in one short sentence. If the question is about a whole topic (themes, trends, an overview), then give the main points in a few short sentences, most important first. End each sentence with the reports that support it as [Data: Reports (ids)].{decline}
 
 Question: {query}
 Answer:"""
@@ -131,10 +133,12 @@ def map_messages(context: str, query: str) -> list[dict]:
     ]
 
 
-def reduce_messages(context: str, query: str) -> list[dict]:
+def reduce_messages(context: str, query: str, *, may_decline: bool = True) -> list[dict]:
+    """`may_decline`: offer the "does not say" answer (see REDUCE_USER)."""
+    decline = REDUCE_DECLINE if may_decline else ""
     return [
         {"role": "system", "content": REDUCE_SYSTEM},
-        {"role": "user", "content": fill(REDUCE_USER, context=context, query=query)},
+        {"role": "user", "content": fill(REDUCE_USER, context=context, query=query, decline=decline)},
     ]
 
 
