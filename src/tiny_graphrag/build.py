@@ -110,7 +110,7 @@ class BuildResult:
         return self.summary._repr_html_()
 
     def query_engine(self, **kwargs):
-        from .search.engine import QueryEngine
+        from .search.engine import QueryEngine  # search imports the build's records: not at the top
 
         return QueryEngine(self.path, **kwargs)
 
@@ -359,7 +359,7 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
                 "library_version": __version__,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "schema": schema.to_dict(),
-                "config": _config_dict(config),
+                "config": asdict(config),
                 "extractor": extractor.describe(),
                 "embedder": embedder.describe(),
                 "llm": llm_info,
@@ -383,7 +383,3 @@ def entity_text(data: Mapping[str, Any]) -> str:
     aliases = [a for a in data.get("aliases", []) if a != data.get("name")][:3]
     extra = f"; also: {', '.join(aliases)}" if aliases else ""
     return f"{data.get('name', '')} ({data.get('type', '')}){extra}"
-
-
-def _config_dict(config: BuildConfig) -> dict[str, Any]:
-    return asdict(config)

@@ -51,16 +51,13 @@ class CallCache:
 
     def get(self, key: str) -> Any | None:
         with self._lock:
+            if key not in self._mem and self._db is not None:
+                row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+                if row is not None:
+                    self._mem[key] = json.loads(row[0])
             if key in self._mem:
                 self.hits += 1
                 return self._mem[key]
-            if self._db is not None:
-                row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
-                if row is not None:
-                    self.hits += 1
-                    value = json.loads(row[0])
-                    self._mem[key] = value
-                    return value
             self.misses += 1
             return None
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from .cli_parser import build_parser
 from .config import BuildConfig
 from .errors import ConfigError, InputError, TinyGraphRAGError
+from .notebook import community_sizes
 from .store import IndexStore
 
 log = logging.getLogger("tiny_graphrag")
@@ -39,16 +40,10 @@ def _build(args) -> int:
     from .build import build_index  # loads the pipeline's modules: not needed for --help or info
 
     cfg = BuildConfig()
-    ex = cfg.extraction
-    ex = replace(
-        ex,
-        extractor=args.extractor,
-        **{k: v for k, v in {
-            "spacy_model": args.spacy_model, "gliner_model": args.gliner_model, "glirel_model": args.glirel_model,
-            "entity_threshold": args.entity_threshold, "relation_threshold": args.relation_threshold,
-            "device": args.device, "quantize": args.quantize, "runtime": args.runtime,
-        }.items() if v is not None},
-    )
+    ex = replace(cfg.extraction, **_given(
+        extractor=args.extractor, spacy_model=args.spacy_model, gliner_model=args.gliner_model,
+        glirel_model=args.glirel_model, entity_threshold=args.entity_threshold,
+        relation_threshold=args.relation_threshold, device=args.device, quantize=args.quantize, runtime=args.runtime))
     ch = cfg.chunking
     max_tokens = ch.max_tokens if args.max_tokens is None else args.max_tokens
     overlap = ch.overlap_tokens if args.overlap is None else args.overlap
@@ -56,11 +51,11 @@ def _build(args) -> int:
         given = "" if args.overlap is not None else f" (the default; pass --overlap N with N < {max_tokens})"
         raise ConfigError(f"--overlap {overlap}{given} must be less than --max-tokens {max_tokens}")
     ch = replace(ch, max_tokens=max_tokens, overlap_tokens=overlap)
-    llm = replace(cfg.llm, **{k: v for k, v in {"model": args.llm, "chat_format": args.chat_format, "n_ctx": args.n_ctx,
-                                        "max_report_tokens": args.report_max_tokens,
-                                        "report_context_tokens": args.report_context_tokens,
-                                        "report_min_size": args.report_min_size}.items() if v is not None})
-    com = replace(cfg.communities, **({} if args.max_cluster_size is None else {"max_cluster_size": args.max_cluster_size}))
+    llm = replace(cfg.llm, **_given(model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx,
+                                    max_report_tokens=args.report_max_tokens,
+                                    report_context_tokens=args.report_context_tokens,
+                                    report_min_size=args.report_min_size))
+    com = replace(cfg.communities, **_given(max_cluster_size=args.max_cluster_size))
     cfg = replace(cfg, extraction=ex, chunking=ch, llm=llm, communities=com, reports=not args.no_reports,
                   tree=replace(cfg.tree, enabled=args.tree),
                   models_dir=args.models_dir, **({"embedder_model": args.embedder} if args.embedder else {}))
@@ -73,6 +68,11 @@ def _build(args) -> int:
     result = build_index(args.inputs, args.out, schema=args.schema, config=cfg, progress=True, force=args.force,
                          sync=args.sync, executor=executor)
     return _print_summary(result, args.json)
+
+
+def _given(**options: object) -> dict:
+    """The options given on the command line (None: not given, the default stays)."""
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def _update(args) -> int:
@@ -102,10 +102,6 @@ def index_info(path: str | Path, top: int = 5) -> dict:
     """Documents, chunks, entities, relations, community levels and the top reports of an index."""
     store = IndexStore.open(path)
     m = store.manifest
-    communities = store.communities()
-    levels: dict[int, list[int]] = {}
-    for c in communities:
-        levels.setdefault(c.level, []).append(len(c.nodes))
     reports = sorted(store.reports(), key=lambda r: -r.rating)
     graph = store.graph()
     info = {
@@ -124,7 +120,7 @@ def index_info(path: str | Path, top: int = 5) -> dict:
         "levels": [
             {"level": lvl, "communities": len(sizes), "min_size": min(sizes), "max_size": max(sizes),
              "mean_size": round(sum(sizes) / len(sizes), 2)}
-            for lvl, sizes in sorted(levels.items())
+            for lvl, sizes in community_sizes(store).items()
         ],
         "top_reports": [
             {"community": r.community_id, "level": r.level, "rating": r.rating, "title": r.title, "summary": r.summary}
@@ -261,7 +257,7 @@ def _evaluate(args) -> int:
 
 def _change_llm(qe, **given: object) -> None:
     """The index's build LLM settings with what was given on the command line."""
-    changes = {k: v for k, v in given.items() if v is not None}
+    changes = _given(**given)
     if changes:
         qe.change_llm_settings(**changes)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from pathlib import Path
 
@@ -19,24 +20,19 @@ def _int_at_least(low: int):
     return parse
 
 
-def _at_least_zero(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
-    if not value >= 0.0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+def _number(low: float, high: float = math.inf):
+    allowed = f"at least {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
 
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got '{text}'") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
-    return value
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            shown = "" if high == math.inf else f" {allowed}"
+            raise argparse.ArgumentTypeError(f"expected a number{shown}, got '{text}'") from None
+        if not low <= value <= high:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {value}")
+        return value
+    return parse
 
 
 def _device(text: str) -> str:
@@ -97,8 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="context budget per community report (default: what --n-ctx leaves)")
     b.add_argument("--report-min-size", type=_int_at_least(1),
                    help="communities of fewer entities get no report (default 1: all)")
-    b.add_argument("--entity-threshold", type=_fraction, help="minimum entity score, in [0, 1] (default 0.5)")
-    b.add_argument("--relation-threshold", type=_fraction, help="minimum relation score, in [0, 1] (default 0.5)")
+    b.add_argument("--entity-threshold", type=_number(0, 1), help="minimum entity score, in [0, 1] (default 0.5)")
+    b.add_argument("--relation-threshold", type=_number(0, 1), help="minimum relation score, in [0, 1] (default 0.5)")
     b.add_argument("--max-tokens", type=_int_at_least(8), help="chunk size in word tokens (default 256)")
     b.add_argument("--overlap", type=_int_at_least(0),
                    help="chunk overlap in word tokens, less than --max-tokens (default 32)")
@@ -113,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", help="extract and embed on Ray actors: a "
                    "cluster's HOST:PORT, or no address for RAY_ADDRESS or a local instance (needs tiny-graphrag[ray])")
     b.add_argument("--ray-actors", type=_int_at_least(1), default=1, help="Ray actors (model copies)")
-    b.add_argument("--ray-gpus", type=_at_least_zero, default=0.0, help="GPUs per Ray actor (1 on a GPU cluster)")
+    b.add_argument("--ray-gpus", type=_number(0), default=0.0, help="GPUs per Ray actor (1 on a GPU cluster)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)

@@ -9,11 +9,10 @@ from typing import Any, TypeVar
 from .errors import ConfigError
 
 
-def check_range(name: str, value: float, low: float | None = None, high: float | None = None) -> None:
+def check_range(name: str, value: float, low: float, high: float | None = None) -> None:
     """Refuse a setting outside [low, high], naming it and the range (never replaced by a default)."""
-    if (low is not None and value < low) or (high is not None and value > high):
-        allowed = f"[{low}, {high}]" if low is not None and high is not None else (
-            f">= {low}" if low is not None else f"<= {high}")
+    if value < low or (high is not None and value > high):
+        allowed = f">= {low}" if high is None else f"[{low}, {high}]"
         raise ConfigError(f"{name} must be {allowed}, got {value}")
 
 

@@ -69,11 +69,10 @@ def _threads(num_cpus: float | None) -> None:
 
 
 def _rows(batch: dict[str, np.ndarray]) -> list[Chunk]:
-    n = len(batch["text"])
     def py(v: Any) -> Any:  # numpy scalars back to the Python types Chunk holds
         return v.item() if isinstance(v, np.generic) else v
 
-    return [Chunk(**{f: py(batch[f][r]) for f in _CHUNK_FIELDS}) for r in range(n)]
+    return [Chunk(**{f: py(batch[f][r]) for f in _CHUNK_FIELDS}) for r in range(len(batch["text"]))]
 
 
 class _ExtractActor:
@@ -118,13 +117,8 @@ class RayEmbedder:
         self.inner, self.executor = embedder, executor
         self.name = embedder.name
 
-    @property
-    def fingerprint(self) -> str:
-        return self.inner.fingerprint
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
+    fingerprint = property(lambda self: self.inner.fingerprint)
+    dim = property(lambda self: self.inner.dim)
 
     def describe(self) -> dict[str, str]:
         return self.inner.describe()

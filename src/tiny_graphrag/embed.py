@@ -128,21 +128,15 @@ class Embedder:
         tok = self.model.tokenizer
         room = max(int(self.model.max_seq_length) - 2, 8)  # [CLS] and [SEP] take two positions
         ids = tok(texts, add_special_tokens=False, verbose=False)["input_ids"]  # no "too long" warning: we cut it
-        pieces: list[str] = []
-        owner: list[int] = []
-        weight: list[int] = []
+        windows: list[tuple[str, int, int]] = []
         for i, (text, t) in enumerate(zip(texts, ids)):
             if len(t) <= room:
-                pieces.append(text)
-                owner.append(i)
-                weight.append(max(len(t), 1))
-                continue
-            for start in range(0, len(t), room):
-                part = t[start:start + room]
-                pieces.append(tok.decode(part))
-                owner.append(i)
-                weight.append(len(part))
-        return pieces, np.asarray(owner), np.asarray(weight, dtype=np.float32)
+                windows.append((text, i, max(len(t), 1)))
+            else:
+                parts = [t[start:start + room] for start in range(0, len(t), room)]
+                windows += [(tok.decode(part), i, len(part)) for part in parts]
+        pieces, owner, weight = zip(*windows)
+        return list(pieces), np.asarray(owner), np.asarray(weight, dtype=np.float32)
 
     __call__ = embed
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 
 class TinyGraphRAGError(Exception):
     """Base class for every error this library raises on purpose."""
@@ -48,8 +50,6 @@ def listing(items, limit: int = 10) -> str:
 
 def require(module: str, extra: str, purpose: str):
     """Import an optional module or raise MissingDependencyError with an install hint."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - exercised only without the extra

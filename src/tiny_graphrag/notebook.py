@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from .citations import _DATA_BLOCK, _DATA_PART, _KINDS
+from .errors import require
 
 _ids = itertools.count()  # anchors must be unique among the outputs of one notebook
 
@@ -26,6 +27,14 @@ def _table(rows: Iterable[tuple[Any, Any]], caption: str) -> str:
 
 def _counts(counts: dict) -> str:
     return ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=lambda x: -x[1])) or "none"
+
+
+def community_sizes(store) -> dict[int, list[int]]:
+    """level -> the sizes of its communities, largest first, levels in order."""
+    sizes: dict[int, list[int]] = {}
+    for c in store.communities():
+        sizes.setdefault(c.level, []).append(len(c.nodes))
+    return {lvl: sorted(s, reverse=True) for lvl, s in sorted(sizes.items())}
 
 
 def search_result_html(result) -> str:
@@ -77,13 +86,11 @@ def summary_html(summary) -> str:
 def index_html(store) -> str:
     """An IndexStore as a table: its counts, entity types and community levels."""
     m, graph = store.manifest, store.graph()
-    sizes: dict[int, list[int]] = {}
-    for c in store.communities():
-        sizes.setdefault(c.level, []).append(len(c.nodes))
     rows = [("index", store.path), ("built", f"{m.get('created')} by tiny-graphrag {m.get('library_version')}")]
     rows += [(k, v) for k, v in (m.get("counts") or {}).items()]
     rows.append(("entity types", _counts(Counter(d["type"] for _, d in graph.nodes(data=True)))))
-    rows += [(f"level C{lvl}", f"{len(s)} communities, sizes {min(s)}-{max(s)}") for lvl, s in sorted(sizes.items())]
+    rows += [(f"level C{lvl}", f"{len(s)} communities, sizes {min(s)}-{max(s)}")
+             for lvl, s in community_sizes(store).items()]
     return _table(rows, "tiny-graphrag index")
 
 
@@ -102,13 +109,8 @@ class SizePlot:
     """Community sizes per level: a matplotlib Figure (`.figure`), shown as a PNG in notebooks."""
 
     def __init__(self, store):
-        from .errors import require
-
         Figure = require("matplotlib.figure", "view", "The community-size plot").Figure  # no pyplot: no global state
-        sizes: dict[int, list[int]] = {}
-        for c in store.communities():
-            sizes.setdefault(c.level, []).append(len(c.nodes))
-        self.sizes = {lvl: sorted(s, reverse=True) for lvl, s in sorted(sizes.items())}
+        self.sizes = community_sizes(store)
         self.figure = Figure(figsize=(7, 3))
         ax = self.figure.add_subplot()
         for lvl, s in self.sizes.items():

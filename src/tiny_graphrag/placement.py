@@ -34,7 +34,8 @@ def is_index(path: Path) -> bool:
     return path.is_dir() and (path / MANIFEST).is_file()
 
 
-def _is_unfinished_index(path: Path) -> bool:
+def is_unfinished_index(path: Path) -> bool:
+    """A folder holding only index files and no manifest: a build that did not finish."""
     names = {p.name for p in path.iterdir()}
     return bool(names) and names <= INDEX_FILES
 
@@ -68,9 +69,9 @@ def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = Fa
                 f"--out graphs/{out.stem or 'NAME'}"
             )
         if not is_index(real) and any(real.iterdir()):
-            if not (force and _is_unfinished_index(real)):
+            if not (force and is_unfinished_index(real)):
                 hint = (" (it looks like an unfinished index: add --force to replace it)"
-                        if _is_unfinished_index(real) else "")
+                        if is_unfinished_index(real) else "")
                 raise OutputError(
                     f"--out {out_dir} is a folder that is not a tiny-graphrag index and is not empty{hint}; "
                     "nothing was changed. A build replaces only an existing index: choose a new or empty "
@@ -103,11 +104,13 @@ def staging_dir(out_dir: Path) -> Path:
         tmp.mkdir()
         (tmp / STAGING_MARKER).write_text("a tiny-graphrag build in progress; removed when it ends\n")
     except PermissionError as exc:
-        raise OutputError(
-            f"cannot write beside --out {out_dir} ({exc.strerror}: {exc.filename}): choose a folder you can "
-            "write to, e.g. --out ~/graphs/NAME"
-        ) from exc
+        raise _unwritable(out_dir, exc) from exc
     return tmp
+
+
+def _unwritable(out_dir: Path, exc: OSError) -> OutputError:
+    return OutputError(f"cannot write beside --out {out_dir} ({exc.strerror}: {exc.filename}): choose a folder "
+                       "you can write to, e.g. --out ~/graphs/NAME")
 
 
 def clean_stale_staging(out_dir: Path) -> None:
@@ -160,8 +163,7 @@ def index_lock(out_dir: Path) -> Iterator[None]:
                 except FileNotFoundError:  # its holder just removed it: try again
                     continue
         except PermissionError as exc:
-            raise OutputError(f"cannot write beside --out {out_dir} ({exc.strerror}: {exc.filename}): choose a "
-                              "folder you can write to, e.g. --out ~/graphs/NAME") from exc
+            raise _unwritable(out_dir, exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

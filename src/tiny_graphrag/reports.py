@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import networkx as nx
+from tqdm.auto import tqdm
 
 from .citations import filter_citations, strip_citations
 from .llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, ContextWindowError
@@ -121,8 +122,6 @@ def generate_reports(
     """Reports for the communities of at least `min_size` entities (in the order given), deepest
     level first so that parents can use their children's reports. Identical reruns are answered
     by the LLM's cache."""
-    from tqdm.auto import tqdm
-
     budget = max_context_tokens or llm.n_ctx - max_report_tokens - CHAT_TEMPLATE_MARGIN
     if max_context_tokens and max_context_tokens + max_report_tokens > llm.n_ctx:
         raise ContextWindowError(

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import SchemaError, listing
+from .errors import SchemaError, listing, require
 
 _TOP_KEYS = {"entity_types", "relation_types", "name", "description", "spacy_labels"}
 SCHEMA_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
@@ -63,10 +63,7 @@ class Schema:
         return tuple(r.label for r in self.relation_types)
 
     def relation(self, label: str) -> RelationType | None:
-        for r in self.relation_types:
-            if r.label == label:
-                return r
-        return None
+        return next((r for r in self.relation_types if r.label == label), None)
 
     def allows(self, label: str, head_type: str, tail_type: str) -> bool:
         """True when a relation `label` may link an entity of head_type to one of tail_type."""
@@ -142,8 +139,6 @@ class Schema:
 
                 data = tomllib.loads(raw)
             elif suffix in (".yaml", ".yml"):
-                from .errors import require
-
                 data = require("yaml", "yaml", "Reading YAML schemas").safe_load(raw)
             elif suffix == ".json":
                 data = json.loads(raw)

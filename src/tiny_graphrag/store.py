@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .errors import IndexFormatError
-from .placement import INDEX_FILES, MANIFEST, STAGING_MARKER
+from .placement import MANIFEST, STAGING_MARKER, is_unfinished_index
 from .records import Chunk, Community, Document, Finding, Report, TreeNode, short_ids
 
 # 2: content-derived citation ids (hids, sids) and the build settings an update checks (issue 14).
@@ -95,8 +95,7 @@ class IndexStore:
             )
         manifest_path = path / MANIFEST
         if not manifest_path.is_file():
-            names = {p.name for p in path.iterdir()}
-            if names and names <= INDEX_FILES:
+            if is_unfinished_index(path):
                 raise IndexFormatError(
                     f"{path} is not a complete index (no {MANIFEST}): its build did not finish. Rerun the "
                     f"build with `--out {path} --force`"

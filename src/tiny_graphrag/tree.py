@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -19,7 +21,7 @@ from tqdm import tqdm
 
 from .config import TreeConfig
 from .embed import TextEmbedder
-from .llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM
+from .llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, ContextWindowError
 from .records import Chunk, TreeNode
 from .search.context import fit_text
 from .tree_cluster import cluster_layer
@@ -46,8 +48,6 @@ def cluster_budget(llm: LLM, config: TreeConfig) -> int:
     fixed = sum(llm.count_tokens(m["content"]) for m in summary_messages(""))
     room = llm.n_ctx - config.summary_tokens - RETRY_EXTRA_TOKENS - CHAT_TEMPLATE_MARGIN - fixed
     if room < 64:
-        from .llm import ContextWindowError
-
         raise ContextWindowError(
             f"n_ctx={llm.n_ctx} leaves {max(room, 0)} tokens for a tree summary's text after "
             f"{config.summary_tokens} output tokens: raise --n-ctx (LLMConfig.n_ctx) or lower TreeConfig.summary_tokens"
@@ -135,9 +135,7 @@ def tree_stage(store: IndexStore, chunks: Sequence[Chunk], llm: CachedLLM, embed
     nodes, rows = build_tree([by_id[i] for i in chunk_ids], matrix, llm, embedder, config, progress=progress)
     store.save_tree(nodes)
     store.save_vectors("tree", [n.id for n in nodes], rows)
-    layers: dict[str, int] = {}
-    for n in nodes:
-        layers[str(n.layer)] = layers.get(str(n.layer), 0) + 1
+    layers = Counter(str(n.layer) for n in nodes)
     note = None
     if not nodes:
         note = ("the corpus has a single chunk: the tree has no summaries, and tree search answers from the chunk"
@@ -148,6 +146,6 @@ def tree_stage(store: IndexStore, chunks: Sequence[Chunk], llm: CachedLLM, embed
         "fallback_summaries": sum(n.fallback for n in nodes),
         "llm_calls": llm.calls - calls,
         "llm_cached": llm.cache_hits - hits,
-        "config": {k: getattr(config, k) for k in config.__dataclass_fields__},
+        "config": asdict(config),
         "note": note,
     }

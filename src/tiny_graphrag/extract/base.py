@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from tqdm.auto import tqdm
 
@@ -20,8 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import os
 
     from ..config import ExtractionConfig
-
-T = TypeVar("T")
 
 
 @runtime_checkable
@@ -77,14 +75,6 @@ def make_extractor(
 
 
 # ---- shared helpers -----------------------------------------------------------------------
-def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    """Consecutive slices of at most `size` items."""
-    if size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {size}")
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
 Relations = list[list[RelationMention]]
 
 
@@ -123,8 +113,10 @@ def extract_batches(
     batches group texts of similar length (see `length_buckets`)."""
     if bucket:
         groups = length_buckets([len(c.text) for c in chunks], batch_size)
-    else:
-        groups = [list(g) for g in batched(range(len(chunks)), batch_size)]
+    elif batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    else:  # consecutive slices, in input order
+        groups = [list(range(i, min(i + batch_size, len(chunks)))) for i in range(0, len(chunks), batch_size)]
     results: dict[int, Extraction] = {}
     with tqdm(total=len(chunks), disable=not progress, desc=desc, unit="chunk", leave=False) as bar:
         for group in groups:

@@ -65,14 +65,13 @@ def _mention_json(m: EntityMention) -> list:
 
 
 def extraction_to_json(ex: Extraction) -> dict:
-    ents = list(ex.entities)
-    index = {id(m): i for i, m in enumerate(ents)}
-    rels = []
-    for r in ex.relations:
-        h = index.get(id(r.head))
-        t = index.get(id(r.tail))
-        rels.append([_mention_json(r.head) if h is None else h, _mention_json(r.tail) if t is None else t, r.label, r.score])
-    return {"entities": [_mention_json(m) for m in ents], "relations": rels}
+    index = {id(m): i for i, m in enumerate(ex.entities)}
+
+    def ref(m: EntityMention) -> int | list:  # a relation's mention: its position in entities, else itself
+        return index[id(m)] if id(m) in index else _mention_json(m)
+
+    return {"entities": [_mention_json(m) for m in ex.entities],
+            "relations": [[ref(r.head), ref(r.tail), r.label, r.score] for r in ex.relations]}
 
 
 def extraction_from_json(chunk_id: str, data: dict) -> Extraction:

@@ -108,17 +108,6 @@ def _quiet_transformers() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _hub_cache_folder(name: str) -> Path | None:
-    """The Hugging Face cache's snapshot folder of the model `name`, if it holds its config."""
-    from huggingface_hub import try_to_load_from_cache  # optional, comes with transformers
-
-    try:
-        found = try_to_load_from_cache(name, "config.json")
-    except ValueError:  # not a hub model id (e.g. a path that no longer exists)
-        return None
-    return Path(found).parent if isinstance(found, str) else None
-
-
 def _glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
     """The local folder of GLiREL's backbone (tokenizer + config).
 
@@ -131,9 +120,14 @@ def _glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
     for c in candidates:
         if (c / "config.json").is_file():
             return c
-    cached = _hub_cache_folder(name)
-    if cached is not None:
-        return cached
+    from huggingface_hub import try_to_load_from_cache  # optional, comes with transformers
+
+    try:
+        found = try_to_load_from_cache(name, "config.json")  # a snapshot folder's config, if cached
+    except ValueError:  # not a hub model id (e.g. a path that no longer exists)
+        found = None
+    if isinstance(found, str):
+        return Path(found).parent
     raise ModelLoadError(
         f"could not load the GLiREL model at {model_dir}: it rebuilds its encoder from the backbone "
         f"'{name}' (model_name in glirel_config.json), which is not on this machine. To fix: put that "
