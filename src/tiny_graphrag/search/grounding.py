@@ -40,7 +40,7 @@ class Grounding:
 
 
 def point_source(point_vector: np.ndarray, cited: Sequence[int], batch: Sequence[int],
-                  report_vectors: Mapping[int, np.ndarray], query_cos: Mapping[int, float]) -> tuple[int | None, bool]:
+                 report_vectors: Mapping[int, np.ndarray], query_cos: Mapping[int, float]) -> tuple[int | None, bool]:
     """The batch report a point cites (of several, the one most like the query), else the
     batch report nearest to the point's text; (report id or None, whether it was cited)."""
     in_batch = [r for r in cited if r in batch and r in report_vectors]
@@ -79,7 +79,7 @@ def ground_points(
             continue
         cited = parse_citations(p.description)["reports"]
         report, was_cited = point_source(np.asarray(vectors[row[i]], dtype=np.float32), cited, batches[p.batch],
-                                          report_vectors, query_cos)
+                                         report_vectors, query_cos)
         similarity = query_cos.get(report, 0.0) if report is not None else 0.0
         relevance = similarity / best if best > 0 else 0.0
         importance = int(round(100 * ((1 - weight) * p.score / 100 + weight * relevance)))
