@@ -1,7 +1,6 @@
 """The contract every extractor meets, the factory, and helpers shared by the implementations.
 
-An extractor turns chunks into one `Extraction` per chunk (same order). Everything here is plain
-Python: importing this module loads no model, torch or spaCy.
+Everything here is plain Python: importing this module loads no model, torch or spaCy.
 """
 
 from __future__ import annotations
@@ -24,17 +23,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @runtime_checkable
 class Extractor(Protocol):
-    """Finds typed entity mentions and relations in chunks.
-
-    `describe()` returns JSON-serialisable facts that change the output (model paths and
-    fingerprints, thresholds, schema): it goes into the index manifest and into cache keys.
+    """Finds typed entity mentions and relations in chunks: `extract` returns one Extraction per
+    chunk, in their order. `describe()` returns JSON-serialisable facts that change the output
+    (model paths and fingerprints, thresholds, schema): it goes into the index manifest and into
+    cache keys.
     """
 
     name: str
 
-    def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
-        """One Extraction per chunk, in the order of `chunks`."""
-        ...
+    def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]: ...
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -58,9 +55,8 @@ def extractor_names() -> list[str]:
     return list(_REGISTRY)
 
 
-def make_extractor(
-    schema: Schema, config: "ExtractionConfig", models_dir: "str | os.PathLike[str] | None" = None
-) -> Extractor:
+def make_extractor(schema: Schema, config: "ExtractionConfig",
+                   models_dir: "str | os.PathLike[str] | None" = None) -> Extractor:
     """The extractor named by `config.extractor`, built for `schema`."""
     factory = _REGISTRY.get(config.extractor)
     if factory is None:
@@ -78,36 +74,28 @@ def make_extractor(
 Relations = list[list[RelationMention]]
 
 
-def length_buckets(lengths: Sequence[int], size: int, min_fill: float = 0.8) -> list[list[int]]:
+def length_buckets(lengths: Sequence[int], size: int) -> list[list[int]]:
     """Indices grouped into batches of at most `size` items of similar length, longest first.
 
     A batch is padded to its longest text, so mixing a 256-word chunk with a 40-word tail makes
     the model encode 216 words of padding. Sorting by length and closing a batch when the next
-    text is shorter than `min_fill` times the batch's longest bounds that waste. Each batch
-    still holds the same texts' own tokens (attention masks hide the padding), so the outputs do
-    not change, only the order of work; `extract_batches` puts results back in input order.
+    text is shorter than 80% of the batch's longest bounds that waste. Attention masks hide the
+    padding, so the outputs do not change, only the order of work.
     """
     if size < 1:
         raise ValueError(f"batch_size must be at least 1, got {size}")
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     batches: list[list[int]] = []
-    for i in order:
-        if batches and len(batches[-1]) < size and lengths[i] >= min_fill * lengths[batches[-1][0]]:
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        if batches and len(batches[-1]) < size and lengths[i] >= 0.8 * lengths[batches[-1][0]]:
             batches[-1].append(i)
         else:
             batches.append([i])
     return batches
 
 
-def extract_batches(
-    chunks: Sequence[Chunk],
-    batch_size: int,
-    find: Callable[[list[str]], tuple[list[list[EntityMention]], Relations]],
-    *,
-    progress: bool,
-    desc: str,
-    bucket: bool = False,
-) -> list[Extraction]:
+def extract_batches(chunks: Sequence[Chunk], batch_size: int,
+                    find: Callable[[list[str]], tuple[list[list[EntityMention]], Relations]], *,
+                    progress: bool, desc: str, bucket: bool = False) -> list[Extraction]:
     """One Extraction per chunk, in the order of `chunks`: `find` gets the texts of each batch
     and returns, per text, its entity mentions and the relations between them. With `bucket`,
     batches group texts of similar length (see `length_buckets`)."""
@@ -136,9 +124,7 @@ def dedupe_mentions(mentions: Iterable[EntityMention]) -> list[EntityMention]:
     ranked = sorted(mentions, key=lambda m: (-m.score, -(m.end - m.start), m.start, m.type))
     kept: list[EntityMention] = []
     for m in ranked:
-        if m.end <= m.start:
-            continue
-        if all(m.end <= k.start or m.start >= k.end for k in kept):
+        if m.end > m.start and all(m.end <= k.start or m.start >= k.end for k in kept):
             kept.append(m)
     return sorted(kept, key=lambda m: (m.start, m.end))
 

@@ -36,11 +36,8 @@ def extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCac
                     progress: bool, executor: Executor | None = None) -> list[Extraction]:
     fingerprint = repr(sorted(extractor.describe().items()))
     keys = [cache_key("extract", fingerprint, c.text) for c in chunks]
-    found: dict[int, Extraction] = {}
-    for i, (chunk, key) in enumerate(zip(chunks, keys)):
-        hit = cache.get(key)
-        if hit is not None:
-            found[i] = extraction_from_json(chunk.id, hit)
+    hits = [cache.get(key) for key in keys]
+    found = {i: extraction_from_json(c.id, hit) for i, (c, hit) in enumerate(zip(chunks, hits)) if hit is not None}
     todo = [i for i in range(len(chunks)) if i not in found]
     calls["extraction_cached"] = len(found)
     calls["extraction"] = len(todo)

@@ -94,11 +94,8 @@ def load_gliner(path: Path, rt: Runtime) -> Any:
 
 @contextmanager
 def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' warnings while GLiREL rebuilds its encoder.
-
-    GLiREL resizes the backbone's embeddings on construction, which makes transformers warn
-    about how new rows are initialised; the checkpoint overwrites them right after.
-    """
+    """Silence transformers while GLiREL rebuilds its encoder: resizing the backbone's embeddings
+    makes it warn how the new rows are initialised, and the checkpoint overwrites them right after."""
     logger = logging.getLogger("transformers")
     level = logger.level
     logger.setLevel(logging.ERROR)
@@ -116,8 +113,7 @@ def _glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
     folder, a `backbone/` folder inside it, `<models_dir>/<last part of the name>`, or the
     Hugging Face cache's copy.
     """
-    candidates = [Path(name).expanduser(), model_dir / name, model_dir / "backbone", models_dir / Path(name).name]
-    for c in candidates:
+    for c in (Path(name).expanduser(), model_dir / name, model_dir / "backbone", models_dir / Path(name).name):
         if (c / "config.json").is_file():
             return c
     from huggingface_hub import try_to_load_from_cache  # optional, comes with transformers
@@ -205,6 +201,18 @@ def token_span(starts: Sequence[int], ends: Sequence[int], mention: EntityMentio
     return (first, last) if first <= last else None
 
 
+def _token_spans(words: list[tuple[int, int]],
+                 mentions: Sequence[EntityMention]) -> dict[tuple[int, int], EntityMention]:
+    """(first word, last word) -> mention, the first mention of each token span."""
+    starts, ends = [s for s, _ in words], [e for _, e in words]
+    spans: dict[tuple[int, int], EntityMention] = {}
+    for m in mentions:
+        span = token_span(starts, ends, m)
+        if span is not None:
+            spans.setdefault(span, m)
+    return spans
+
+
 # ---- relations ----------------------------------------------------------------------------
 def _pairs_independent(config: Any) -> bool:
     """Whether GLiREL scores each mention pair from that pair alone (then the other mentions sent
@@ -238,24 +246,11 @@ class GlirelRelations:
             "glirel_version": _package_version("glirel"),
         }
 
-    @staticmethod
-    def _spans(text: str, mentions: Sequence[EntityMention],
-               words: list[tuple[int, int]] | None = None) -> dict[tuple[int, int], EntityMention]:
-        """(first word, last word) -> mention, one mention per token span."""
-        words = word_spans(text) if words is None else words
-        starts, ends = [s for s, _ in words], [e for _, e in words]
-        spans: dict[tuple[int, int], EntityMention] = {}
-        for m in mentions:
-            span = token_span(starts, ends, m)
-            if span is not None and span not in spans:
-                spans[span] = m
-        return spans
-
     def _pairable(self, spans: dict[tuple[int, int], EntityMention]) -> dict[tuple[int, int], EntityMention]:
         """The spans whose mention can be in an allowed relation with another one of the chunk.
         A chunk left with fewer than two skips GLiREL (enforce_constraints would drop all it finds);
         fewer mentions leave the others' scores alone when pairs are scored alone (_pairs_independent)."""
-        keep = set(pairable(list(spans.values()), self._partners))
+        keep = pairable(list(spans.values()), self._partners)
         return {k: m for k, m in spans.items() if id(m) in keep}
 
     def predict(self, texts: Sequence[str], mentions: Sequence[Sequence[EntityMention]]) -> list[list[RelationMention]]:
@@ -263,27 +258,22 @@ class GlirelRelations:
         out: list[list[RelationMention]] = [[] for _ in texts]
         if not self.labels:
             return out
-        tokens, span_to_mention, index = [], [], []
-        for i, (text, ms) in enumerate(zip(texts, mentions)):
-            words = word_spans(text)
-            spans = self._spans(text, ms, words)
-            if self.prune:
-                spans = self._pairable(spans)
-            if len(spans) < 2:  # no pair to classify (GLiREL also fails on zero spans)
-                continue
-            tokens.append([text[s:e] for s, e in words])
-            span_to_mention.append(spans)
-            index.append(i)
-        if not tokens:
+        words = [word_spans(text) for text in texts]
+        all_spans = [_token_spans(w, ms) for w, ms in zip(words, mentions)]
+        sent = [self._pairable(spans) for spans in all_spans] if self.prune else all_spans
+        index = [i for i, spans in enumerate(sent) if len(spans) >= 2]  # a pair to classify (GLiREL fails on none)
+        if not index:
             return out
         model = self._model()
         if self.prune and not _pairs_independent(model.config):
             # GLiREL would read the mentions jointly: pruning could change scores, so keep them all.
-            span_to_mention = [self._spans(texts[i], mentions[i]) for i in index]
+            sent = all_spans
+        tokens = [[texts[i][s:e] for s, e in words[i]] for i in index]
         # GLiREL's NER format: [first word, last word (inclusive), type, text]
-        ner = [[[s, e, m.type, m.text] for (s, e), m in sorted(spans.items())] for spans in span_to_mention]
+        ner = [[[s, e, m.type, m.text] for (s, e), m in sorted(sent[i].items())] for i in index]
         raw = model.batch_predict_relations(tokens, self.labels, threshold=self.threshold, ner=ner, top_k=-1)
-        for i, spans, rels in zip(index, span_to_mention, raw):
+        for i, rels in zip(index, raw):
+            spans = sent[i]
             found = []
             for r in rels:
                 # GLiREL reports [first word, last word + 1]; map back to our exact mentions.

