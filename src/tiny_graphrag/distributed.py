@@ -1,13 +1,11 @@
 """Extraction and embedding on a Ray cluster, through Ray Data `map_batches`.
 
-`build_index(..., executor=RayExecutor(...))` sends the chunks that are not in the extraction
-cache to a pool of Ray actors, each of which loads the models once (a callable class) and runs
-the very extractor the in-process build would run; the driver writes each result into the
-extraction cache as it streams back, so an interrupted build redoes no finished chunk. Ray Data
-does the scheduling, batching, back-pressure and retries (a dead actor is restarted and its
-batch rerun); nothing here schedules work itself. Everything after extraction and embedding
-(graph, communities, reports) runs in the driver as before, so a Ray build writes the same
-index as an in-process one.
+`build_index(..., executor=RayExecutor(...))` sends the chunks missing from the extraction cache
+to a pool of Ray actors, each loading the models once and running the very extractor the
+in-process build would; the driver caches each result as it streams back, so an interrupted
+build redoes no finished chunk. Ray Data schedules, batches, applies back-pressure and retries
+(a dead actor is restarted and its batch rerun). Graph, communities and reports run in the
+driver as before, so a Ray build writes the same index as an in-process one.
 """
 
 from __future__ import annotations
@@ -75,39 +73,29 @@ def _rows(batch: dict[str, np.ndarray]) -> list[Chunk]:
     return [Chunk(**{f: py(batch[f][r]) for f in _CHUNK_FIELDS}) for r in range(len(batch["text"]))]
 
 
-class _ExtractActor:
-    """A Ray Data callable class: the extractor (pickled from the driver), models loaded once.
-
-    With an embedder it also embeds the chunk texts: one pass over the corpus and one pool of
-    actors (on a GPU, one GPU holds all three models) instead of a second pool for the vectors.
+class _ModelActor:
+    """A Ray Data callable class: the extractor and/or embedder (pickled from the driver), models
+    loaded once. It extracts the chunks of a batch and embeds its `embed_text` column (for chunks,
+    their text with their title): one pass over the corpus and one pool of actors (on a GPU, one
+    GPU holds all three models) instead of a second pool for the vectors.
     """
 
-    def __init__(self, extractor: "Extractor", embedder: "TextEmbedder | None", num_cpus: float | None):
+    def __init__(self, extractor: "Extractor | None", embedder: "TextEmbedder | None", num_cpus: float | None):
         _threads(num_cpus)
-        _check_models_here(extractor.describe())
-        if embedder is not None:
-            _check_models_here(embedder.describe())
+        for model in (extractor, embedder):
+            if model is not None:
+                _check_models_here(model.describe())
         self.extractor, self.embedder = extractor, embedder
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from .extract.cached import extraction_to_json  # the cache's own format: the driver stores it as is
 
-        chunks = _rows(batch)
-        results = self.extractor.extract(chunks)
-        out = {"pos": batch["pos"], "json": np.array([json.dumps(extraction_to_json(x)) for x in results])}
-        if self.embedder is not None:  # the text the build embeds for each chunk (with its title)
+        out = {"pos": batch["pos"]}
+        if self.extractor is not None:
+            out["json"] = np.array([json.dumps(extraction_to_json(x)) for x in self.extractor.extract(_rows(batch))])
+        if self.embedder is not None:
             out["vector"] = self.embedder.embed([str(t) for t in batch["embed_text"]])
         return out
-
-
-class _EmbedActor:
-    def __init__(self, embedder: "TextEmbedder", num_cpus: float | None):
-        _threads(num_cpus)
-        _check_models_here(embedder.describe())
-        self.embedder = embedder
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {"pos": batch["pos"], "vector": self.embedder.embed([str(t) for t in batch["text"]])}
 
 
 class RayEmbedder:
@@ -153,37 +141,35 @@ class RayExecutor:
             raise ConfigError(f"Ray concurrency and batch_size must be at least 1, got {concurrency} and {batch_size}")
         self.ray = require("ray", "ray", "Running extraction on Ray (--ray)")
         require("ray.data", "ray", "Running extraction on Ray (--ray)")
-        self.address, self.concurrency, self.batch_size = address, concurrency, batch_size
+        self.concurrency, self.batch_size = concurrency, batch_size
         self.num_gpus, self.min_embed_texts = num_gpus, min_embed_texts
         self.chunk_vectors: dict[str, np.ndarray] = {}  # text -> vector, from the extraction actors
         self._embedder: "TextEmbedder | None" = None
         self._chunk_text: Callable[[Chunk], str] = lambda c: c.text
-        self._connect()
+        if not self.ray.is_initialized():
+            self._connect(address)
         if num_cpus is None and not num_gpus:
             total = float(self.ray.cluster_resources().get("CPU", 1))
             num_cpus = max(1.0, total // concurrency)
         self.num_cpus = num_cpus
 
-    def _connect(self) -> None:
-        if self.ray.is_initialized():
-            return
-        if self.address and self.address != "auto":
-            _check_reachable(self.address)
+    def _connect(self, address: str | None) -> None:
+        if address and address != "auto":
+            _check_reachable(address)
         try:
-            self.ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=False,
-                          configure_logging=False)
+            self.ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ClusterError(
-                f"could not connect to the Ray cluster at {self.address or 'RAY_ADDRESS / a new local instance'}: "
+                f"could not connect to the Ray cluster at {address or 'RAY_ADDRESS / a new local instance'}: "
                 f"{exc}. To fix: start it (`ray start --head` on the head node) and pass its address "
                 "(--ray HOST:6379), or pass --ray without an address for a local instance"
             ) from exc
 
-    def _map(self, actor: type, args: tuple, rows: list[dict[str, Any]], batch_size: int):
+    def _map(self, models: tuple, rows: list[dict[str, Any]], batch_size: int):
         ds = self.ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), 4 * self.concurrency)))
         pool = self.ray.data.ActorPoolStrategy(size=self.concurrency)
         return ds.map_batches(
-            actor, fn_constructor_args=args, batch_size=batch_size, compute=pool,
+            _ModelActor, fn_constructor_args=(*models, self.num_cpus), batch_size=batch_size, compute=pool,
             num_gpus=self.num_gpus, num_cpus=self.num_cpus or None, batch_format="numpy",
         ).iter_batches(batch_size=None, batch_format="numpy")
 
@@ -194,7 +180,7 @@ class RayExecutor:
         if not chunks:
             return
         rows = [dict(dataclasses.asdict(c), pos=i, embed_text=self._chunk_text(c)) for i, c in enumerate(chunks)]
-        for batch in self._map(_ExtractActor, (extractor, self._embedder, self.num_cpus), rows, self.batch_size):
+        for batch in self._map((extractor, self._embedder), rows, self.batch_size):
             for r, (pos, data) in enumerate(zip(batch["pos"], batch["json"])):
                 if "vector" in batch:
                     self.chunk_vectors[rows[int(pos)]["embed_text"]] = batch["vector"][r]
@@ -202,8 +188,8 @@ class RayExecutor:
 
     def embed(self, embedder: "TextEmbedder", texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
-        rows = [{"pos": i, "text": t} for i, t in enumerate(texts)]
-        for batch in self._map(_EmbedActor, (embedder, self.num_cpus), rows, 64):
+        rows = [{"pos": i, "embed_text": t} for i, t in enumerate(texts)]
+        for batch in self._map((None, embedder), rows, 64):
             out[batch["pos"]] = batch["vector"]
         return out
 
