@@ -65,10 +65,8 @@ class CallCache:
         with self._lock:
             self._mem[key] = value
             if self._db is not None:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO calls (key, value) VALUES (?, ?)",
-                    (key, json.dumps(value, ensure_ascii=False)),
-                )
+                self._db.execute("INSERT OR REPLACE INTO calls (key, value) VALUES (?, ?)",
+                                 (key, json.dumps(value, ensure_ascii=False)))
 
     def close(self) -> None:
         if self._db is not None:

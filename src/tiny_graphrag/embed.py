@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol, Sequence
@@ -36,41 +37,29 @@ def titled(text: str, title: str) -> str:
 
 
 class TextEmbedder(Protocol):
-    """Turns texts into L2-normalized float32 rows of one fixed width."""
+    """Turns texts into L2-normalized float32 rows of width `dim`: (len(texts), dim), (0, dim) for
+    no texts. `fingerprint` identifies the model's files (it goes into cache keys and the index
+    manifest); `describe()` gives JSON-serialisable facts identifying the embeddings (name, path,
+    fingerprint)."""
 
     name: str
 
     @property
-    def fingerprint(self) -> str:
-        """Identifies the model's files: goes into cache keys and the index manifest."""
-        ...
+    def fingerprint(self) -> str: ...
 
     @property
-    def dim(self) -> int:
-        """Width of every row `embed` returns."""
-        ...
+    def dim(self) -> int: ...
 
-    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
-        """One row per text, shape (len(texts), dim); (0, dim) for no texts."""
-        ...
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray: ...
 
-    def describe(self) -> dict[str, str]:
-        """JSON-serialisable facts that identify the embeddings (name, path, fingerprint)."""
-        ...
+    def describe(self) -> dict[str, str]: ...
 
 
 class Embedder:
     """Embeds texts with a local sentence-transformers model, loaded once per process."""
 
-    def __init__(
-        self,
-        model: str = "all-MiniLM-L6-v2",
-        *,
-        models_dir: str | None = None,
-        device: str | None = None,
-        batch_size: int = 64,
-        whole_text: bool = True,
-    ):
+    def __init__(self, model: str = "all-MiniLM-L6-v2", *, models_dir: str | None = None, device: str | None = None,
+                 batch_size: int = 64, whole_text: bool = True):
         self.path: Path = resolve_model(model, kind="embedder", models_dir_=models_dir)
         self.name = model
         self.batch_size = batch_size
@@ -79,14 +68,11 @@ class Embedder:
         # counts; False: the model's own truncation.
         self.whole_text = whole_text
         self._device = device
-        self._fingerprint: str | None = None
 
-    @property
+    @functools.cached_property
     def fingerprint(self) -> str:
         """The model files' fingerprint; "+trunc" when long texts are cut (other vectors)."""
-        if self._fingerprint is None:
-            self._fingerprint = file_fingerprint(self.path) + ("" if self.whole_text else "+trunc")
-        return self._fingerprint
+        return file_fingerprint(self.path) + ("" if self.whole_text else "+trunc")
 
     @property
     def model(self) -> "SentenceTransformer":
@@ -110,13 +96,8 @@ class Embedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         pieces, owner, weight = self._windows(list(texts)) if self.whole_text else (list(texts), None, None)
-        vectors = np.asarray(self.model.encode(
-            pieces,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=progress,
-        ), dtype=np.float32)
+        vectors = np.asarray(self.model.encode(pieces, batch_size=self.batch_size, normalize_embeddings=True,
+                                               convert_to_numpy=True, show_progress_bar=progress), dtype=np.float32)
         if owner is None or len(pieces) == len(texts):
             return vectors
         out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
@@ -165,22 +146,20 @@ class CachedEmbedder:
         return self.backend.describe()
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
+        if not texts:  # the backend knows the width of no rows
+            return np.asarray(self.backend.embed([], progress=progress), dtype=np.float32)
         keys = [cache_key("embed", self.fingerprint, t) for t in texts]
-        rows: dict[int, np.ndarray] = {}
-        for i, key in enumerate(keys):
-            hit = self.cache.get(key)
-            if hit is not None:
-                rows[i] = np.frombuffer(base64.b64decode(hit), dtype=np.float32)
+        hits = [self.cache.get(key) for key in keys]
+        rows = {i: np.frombuffer(base64.b64decode(hit), dtype=np.float32) for i, hit in enumerate(hits)
+                if hit is not None}
         todo = [i for i in range(len(texts)) if i not in rows]
         self.cache_hits += len(rows)
         self.calls += len(todo)
-        if todo or not texts:
+        if todo:
             fresh = self.backend.embed([texts[i] for i in todo], progress=progress)
             for i, row in zip(todo, fresh):
                 rows[i] = np.asarray(row, dtype=np.float32)
                 self.cache.put(keys[i], base64.b64encode(rows[i].tobytes()).decode("ascii"))
-            if not texts:
-                return np.asarray(fresh, dtype=np.float32)
         return np.stack([rows[i] for i in range(len(texts))])
 
     __call__ = embed

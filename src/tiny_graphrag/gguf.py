@@ -23,8 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-GGUF_MAGIC = b"GGUF"
-
 
 def gguf_architecture(path: Path) -> str | None:
     """`general.architecture` read from the GGUF header (for error messages), or None."""
@@ -55,7 +53,7 @@ def check_gguf(path: Path) -> None:
         )
     with open(path, "rb") as fh:
         head = fh.read(4)
-    if head != GGUF_MAGIC:
+    if head != b"GGUF":
         raise ModelLoadError(
             f"LLM model {path} is not a GGUF file (it starts with {head!r}; GGUF files start with b'GGUF'). "
             f"To fix: download the .gguf file again (it may be truncated or an HTML error page), or convert "
@@ -76,14 +74,8 @@ def load_llama(path: Path, config: LLMConfig) -> tuple["Llama", threading.Lock]:
         verify_pinned(path)
         log.info("loading %s (n_ctx=%d, n_gpu_layers=%d)", path, config.n_ctx, n_gpu_layers)
         try:
-            llama = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=config.n_ctx,
-                n_gpu_layers=n_gpu_layers,
-                n_threads=config.n_threads,
-                seed=config.seed,
-                verbose=False,
-            )
+            llama = llama_cpp.Llama(model_path=str(path), n_ctx=config.n_ctx, n_gpu_layers=n_gpu_layers,
+                                    n_threads=config.n_threads, seed=config.seed, verbose=False)
         except Exception as exc:
             arch = gguf_architecture(path) or "unknown"
             version = getattr(llama_cpp, "__version__", "?")

@@ -42,7 +42,6 @@ class ModelSpec:
     name: str  # folder or file name under the models dir
     repo: str  # hub repository it is downloaded from
     revision: str  # a commit (pinned) or a branch name ("main": not pinned)
-    kind: str  # "gliner", "glirel", "backbone", "embedder", "gguf"
     filename: str | None = None  # single file of the repo (GGUF), else the whole snapshot
     purpose: str = ""
 
@@ -59,15 +58,15 @@ class ModelSpec:
 DEFAULT_MODELS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
-        ModelSpec("gliner_mediumv2.1", "urchade/gliner_mediumv2.1", "main", "gliner", purpose="entity extraction"),
-        ModelSpec("glirel-large-v0", "jackboyla/glirel-large-v0", "main", "glirel", purpose="relation extraction"),
+        ModelSpec("gliner_mediumv2.1", "urchade/gliner_mediumv2.1", "main", purpose="entity extraction"),
+        ModelSpec("glirel-large-v0", "jackboyla/glirel-large-v0", "main", purpose="relation extraction"),
         # GLiREL rebuilds its encoder from its backbone's config and tokenizer, and GLiNER may
         # need its backbone's tokenizer: both must be local too (see extract/gliner.py).
-        ModelSpec("deberta-v3-large", "microsoft/deberta-v3-large", "main", "backbone", purpose="GLiREL's backbone"),
-        ModelSpec("deberta-v3-base", "microsoft/deberta-v3-base", "main", "backbone", purpose="GLiNER's backbone"),
+        ModelSpec("deberta-v3-large", "microsoft/deberta-v3-large", "main", purpose="GLiREL's backbone"),
+        ModelSpec("deberta-v3-base", "microsoft/deberta-v3-base", "main", purpose="GLiNER's backbone"),
         ModelSpec("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2",
-                  "1110a243fdf4706b3f48f1d95db1a4f5529b4d41", "embedder", purpose="chunk and entity embeddings"),
-        ModelSpec("Llama-3.2-3B-Instruct-Q4_K_M.gguf", "bartowski/Llama-3.2-3B-Instruct-GGUF", "main", "gguf",
+                  "1110a243fdf4706b3f48f1d95db1a4f5529b4d41", purpose="chunk and entity embeddings"),
+        ModelSpec("Llama-3.2-3B-Instruct-Q4_K_M.gguf", "bartowski/Llama-3.2-3B-Instruct-GGUF", "main",
                   filename="Llama-3.2-3B-Instruct-Q4_K_M.gguf", purpose="community reports and answers"),
     )
 }
@@ -251,9 +250,7 @@ def _root_cause(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def download_models(
-    names: list[str] | None = None, *, models_dir_: str | os.PathLike | None = None
-) -> list[Path]:
+def download_models(names: list[str] | None = None, *, models_dir_: str | os.PathLike | None = None) -> list[Path]:
     """Fetch the default models into the models dir. The only function that uses the network."""
     hub = require("huggingface_hub", "download", "Downloading models")
     base = models_dir(models_dir_)
