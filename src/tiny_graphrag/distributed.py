@@ -36,22 +36,17 @@ class ClusterError(TinyGraphRAGError, ConnectionError):
     """The Ray cluster cannot be reached or started."""
 
 
-def _model_paths(facts: Any) -> Iterator[str]:
-    """Every "path" value in an extractor's or embedder's describe() output."""
-    if isinstance(facts, dict):
-        for k, v in facts.items():
-            if k == "path" and isinstance(v, str):
-                yield v
-            else:
-                yield from _model_paths(v)
-
-
-def _check_models_here(facts: dict[str, Any]) -> None:
-    """Fail on a worker that lacks the model files, naming the path and the machine."""
-    for path in _model_paths(facts):
-        if not os.path.exists(path):
+def _check_models_here(facts: Any) -> None:
+    """Fail on a worker that lacks a model folder (a "path" in an extractor's or embedder's
+    describe() output), naming the path and the machine."""
+    if not isinstance(facts, dict):
+        return
+    for key, value in facts.items():
+        if key != "path" or not isinstance(value, str):
+            _check_models_here(value)
+        elif not os.path.exists(value):
             raise ModelNotFoundError(
-                f"the model folder {path} does not exist on the Ray worker {socket.gethostname()}. To fix: "
+                f"the model folder {value} does not exist on the Ray worker {socket.gethostname()}. To fix: "
                 "put the models at the same path on every node (shared storage, or copy them), or point "
                 "--models-dir / TINY_GRAPHRAG_MODELS at a folder every node sees"
             )

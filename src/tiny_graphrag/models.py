@@ -161,10 +161,8 @@ _DEVICE_FAILURE = re.compile(r"\b(cuda|cudnn|cublas|mps|device|out of memory)\b"
 
 
 def load_error(kind: str, path: Path, exc: BaseException, *, device: str, fix: str | None = None) -> ModelLoadError:
-    """A ModelLoadError naming the path, the cause and a fix: the device's when it failed.
-
-    A GPU that fails must not be reported as a corrupt model: re-downloading would not help.
-    """
+    """A ModelLoadError naming the path, the cause and a fix: the device's when it failed (a GPU
+    that fails must not be reported as a corrupt model: re-downloading would not help)."""
     detail = str(exc).strip().rstrip(".")
     if device != "cpu" and _DEVICE_FAILURE.search(detail):
         fix = f"Loading it on device '{device}' failed, not its files: use --device cpu, or free memory on that device."
@@ -174,11 +172,8 @@ def load_error(kind: str, path: Path, exc: BaseException, *, device: str, fix: s
 
 
 def file_fingerprint(path: Path) -> str:
-    """A cheap, stable fingerprint of a model file or folder (names, sizes, head/tail hash).
-
-    Hashing a multi-GB GGUF on every run is slow; size plus the first and last MiB identify it
-    well enough for cache keys.
-    """
+    """A cheap, stable fingerprint of a model file or folder (names, sizes, head/tail hash): hashing
+    a multi-GB GGUF on every run is slow; size plus the first and last MiB identify it well enough."""
     path = Path(path)
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     h = hashlib.sha256()

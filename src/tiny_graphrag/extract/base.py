@@ -116,11 +116,9 @@ def extract_batches(chunks: Sequence[Chunk], batch_size: int,
 
 
 def dedupe_mentions(mentions: Iterable[EntityMention]) -> list[EntityMention]:
-    """Non-overlapping mentions sorted by position.
-
-    Overlaps are resolved greedily by score, then by length (longer first), then by position, so
-    the result does not depend on input order. Exact duplicates collapse to the best one.
-    """
+    """Non-overlapping mentions sorted by position. Overlaps are resolved greedily by score, then
+    length (longer first), then position, so the result does not depend on input order; exact
+    duplicates collapse to the best one."""
     ranked = sorted(mentions, key=lambda m: (-m.score, -(m.end - m.start), m.start, m.type))
     kept: list[EntityMention] = []
     for m in ranked:
@@ -143,18 +141,14 @@ def enforce_constraints(relations: Iterable[RelationMention], schema: Schema) ->
 
 
 def best_label_per_pair(relations: Iterable[RelationMention]) -> list[RelationMention]:
-    """The highest-scoring relation for each ordered (head, tail) pair, in text order.
-
-    Zero-shot relation models score every label for every pair; like GLiREL's own top_k=1 we
-    keep one label per pair. Apply after `enforce_constraints`, so that a disallowed top label
-    does not hide an allowed runner-up.
+    """The highest-scoring relation (on a tie, the label first in sort order) for each ordered
+    (head, tail) pair, in text order. Zero-shot relation models score every label for every pair;
+    like GLiREL's own top_k=1 we keep one label per pair. Apply after `enforce_constraints`, so
+    that a disallowed top label does not hide an allowed runner-up.
     """
     best: dict[tuple[int, int, int, int], RelationMention] = {}
-    for rel in relations:
-        key = (rel.head.start, rel.head.end, rel.tail.start, rel.tail.end)
-        cur = best.get(key)
-        if cur is None or rel.score > cur.score or (rel.score == cur.score and rel.label < cur.label):
-            best[key] = rel
+    for rel in sorted(relations, key=lambda r: (-r.score, r.label)):
+        best.setdefault((rel.head.start, rel.head.end, rel.tail.start, rel.tail.end), rel)
     return [best[k] for k in sorted(best)]
 
 

@@ -23,13 +23,11 @@ class Executor(Protocol):
 
     def extract(self, extractor: Extractor, chunks: Sequence[Chunk]) -> Iterator[tuple[int, Extraction]]:
         """(position in `chunks`, its extraction), in any order, as each is done."""
-        ...
 
     def embedder(self, embedder: "TextEmbedder", chunk_text: Callable[[Chunk], str]) -> "TextEmbedder":
         """`embedder`, running where the executor runs; `chunk_text` is what the build embeds for a
         chunk (its text with its document's title), so an executor that embeds chunks as it extracts
         them embeds exactly that."""
-        ...
 
 
 def extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCache, calls: dict[str, int],

@@ -77,17 +77,13 @@ def load_gliner(path: Path, rt: Runtime) -> Any:
         try:
             # local_files_only also reaches the backbone tokenizer GLiNER may load by name
             model = gliner.GLiNER.from_pretrained(str(path), local_files_only=True, map_location=rt.device)
-            if rt.half:
-                model.half()
-            model = optimized(model, rt, "gliner")
+            return optimized(model, rt, "gliner")
         except Exception as exc:
             raise load_error(
                 "GLiNER", path, exc, device=rt.device,
                 fix="A folder without tokenizer files needs its backbone (model_name in gliner_config.json) "
                 f"in the Hugging Face cache. The folder may also be incomplete or corrupt: {refetch_hint(path)}.",
             ) from exc
-        model.eval()
-        return model
 
     return cached_model("gliner", _key(path, rt), load)
 
@@ -173,16 +169,12 @@ def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | N
         try:
             state = torch.load(weights, map_location="cpu", weights_only=True)
             result = model.load_state_dict(state, strict=False)
-            model.to(rt.device)
-            if rt.half:
-                model.half()
-            model = optimized(model, rt, "glirel")
+            model = optimized(model.to(rt.device), rt, "glirel")
         except Exception as exc:
             raise load_error("GLiREL", path, exc, device=rt.device) from exc
         if result.missing_keys:
             log.warning("GLiREL checkpoint %s lacks %d parameters (e.g. %s); they stay random",
                         weights, len(result.missing_keys), result.missing_keys[:3])
-        model.eval()
         return model
 
     return cached_model("glirel", _key(path, rt), load)

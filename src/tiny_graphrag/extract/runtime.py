@@ -67,19 +67,21 @@ def runtime_for(config: "ExtractionConfig") -> Runtime:
 
 
 def optimized(model: Any, rt: Runtime, name: str) -> Any:
-    """The model with its encoders on ONNX Runtime, or its linear layers (nearly all the FLOPs)
-    as dynamic int8, when `rt` asks. int8 moves scores (agreement with fp32 in
-    bench/RESULTS.md): opt-in."""
+    """The loaded model in eval mode, as `rt` asks: in half precision, with its encoders on ONNX
+    Runtime, or with its linear layers (nearly all the FLOPs) as dynamic int8. int8 moves scores
+    (agreement with fp32 in bench/RESULTS.md): opt-in."""
+    if rt.half:
+        model.half()
     if rt.onnx:
-        return with_onnx_encoders(model, name)
-    if not rt.quantize:
-        return model
-    import torch
-    from torch.ao.quantization import quantize_dynamic
+        model = with_onnx_encoders(model, name)
+    elif rt.quantize:
+        import torch
+        from torch.ao.quantization import quantize_dynamic
 
-    with warnings.catch_warnings():  # torch deprecates these tensor types in favour of torchao
-        warnings.simplefilter("ignore", UserWarning)
-        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        with warnings.catch_warnings():  # torch deprecates these tensor types in favour of torchao
+            warnings.simplefilter("ignore", UserWarning)
+            model = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+    return model.eval()
 
 
 # ---- encoders on ONNX Runtime ---------------------------------------------------------------

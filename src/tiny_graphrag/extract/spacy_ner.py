@@ -113,11 +113,9 @@ def _trim(nlp: Any) -> Any:
 
 def cooccurrence_relations(sentences: Sequence[Sequence[EntityMention]], schema: Schema,
                            label: str) -> list[RelationMention]:
-    """`label` between every pair of mentions in the same sentence, in the allowed direction.
-
-    Co-occurrence has no direction: a pair is emitted earlier -> later, or reversed when only
-    that direction satisfies the label's head/tail constraints; never both.
-    """
+    """`label` between every pair of mentions in the same sentence, in the allowed direction:
+    earlier -> later, or reversed when only that direction satisfies the label's head/tail
+    constraints; never both (co-occurrence has no direction)."""
     out = []
     for mentions in sentences:
         for i, a in enumerate(mentions):
@@ -194,15 +192,13 @@ class SpacyExtractor:
         """Mentions of mapped types, and the same mentions grouped by sentence."""
         by_sentence: dict[int, list[EntityMention]] = {}
         for ent in doc.ents:
-            etype = self.label_map.get(ent.label_)
-            if etype is None:
-                continue
-            m = EntityMention(text=ent.text, type=etype, start=ent.start_char, end=ent.end_char, score=1.0)
-            by_sentence.setdefault(ent.sent.start_char, []).append(m)
+            if ent.label_ in self.label_map:
+                m = EntityMention(text=ent.text, type=self.label_map[ent.label_], start=ent.start_char,
+                                  end=ent.end_char, score=1.0)
+                by_sentence.setdefault(ent.sent.start_char, []).append(m)
         mentions = dedupe_mentions(m for ms in by_sentence.values() for m in ms)
         kept = set(mentions)
-        sentences = [[m for m in ms if m in kept] for _, ms in sorted(by_sentence.items())]
-        return mentions, sentences
+        return mentions, [[m for m in ms if m in kept] for _, ms in sorted(by_sentence.items())]
 
     def _find(self, texts: list[str]) -> tuple[list[list[EntityMention]], Relations]:
         parsed = [self._mentions(doc) for doc in self._nlp().pipe(texts, batch_size=len(texts))]
