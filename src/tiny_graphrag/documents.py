@@ -1,6 +1,6 @@
 """Reading input documents: .txt/.md files, directories of them, and raw strings.
 
-What an input is (the rule, also in `load_documents`): a `Path` is always a path. A string is a
+What an input is (the rule, in `input_paths`): a `Path` is always a path. A string is a
 path when it names something that exists, or when it is one line without whitespace (a mistyped
 `docs/notes.txt` is then an error, never indexed as text); any other string is document text.
 The command line passes every input as a path.
@@ -25,6 +25,7 @@ from .records import Document, content_id
 log = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
+RAW_TEXT = "<text:"  # the source of a document given as a string, not a file
 # Longest first: the UTF-32 LE mark begins with the UTF-16 LE one.
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
@@ -39,11 +40,7 @@ class LoadedInputs:
 
 
 def load_documents(inputs: Input | Sequence[Input]) -> list[Document]:
-    """Documents from paths (files or directories) and raw strings, de-duplicated by content.
-
-    A `Path` is a path. A string is a path when it exists or is one line without whitespace;
-    any other string is document text.
-    """
+    """Documents from paths (files or directories) and raw strings, de-duplicated by content."""
     return collect_documents(inputs).documents
 
 
@@ -62,7 +59,7 @@ def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
             new = [read_document(p) for p in files]
         else:
             n_raw += 1
-            new = [document_from_text(str(item), source=f"<text:{n_raw - 1}>")]
+            new = [document_from_text(str(item), source=f"{RAW_TEXT}{n_raw - 1}>")]
         for doc in new:
             if doc.id in seen:
                 log.warning("skipping %s: same content as %s", doc.source, seen[doc.id])
@@ -76,6 +73,12 @@ def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
         log.warning("skipped %d file(s) of unsupported types (supported: %s): %s", len(skipped),
                     ", ".join(SUPPORTED_SUFFIXES), shown)
     return LoadedInputs(docs, tuple(skipped))
+
+
+def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
+    """The inputs that are paths; the others are document text."""
+    items = [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs
+    return [Path(i) for i in items if isinstance(i, os.PathLike) or is_path_string(i)]
 
 
 def is_path_string(item: str) -> bool:

@@ -23,7 +23,6 @@ dropped_entities (reason -> count).
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import pickle
@@ -298,12 +297,10 @@ def save_graph(graph: nx.MultiDiGraph, path: str | os.PathLike[str]) -> None:
         raise TypeError(f"save_graph expects a networkx.MultiDiGraph, got {type(graph).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    _GraphPickler(buffer, protocol=5).dump(graph)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(buffer.getvalue())
+            _GraphPickler(fh, protocol=5).dump(graph)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

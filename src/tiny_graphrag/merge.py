@@ -72,9 +72,7 @@ def merge_nodes(graph: nx.MultiDiGraph, alias: str, canonical: str, *, reason: s
     c["provenance"] = list(c.get("provenance", [])) + list(a.get("provenance", []))
     known = list(c.get("aliases", []))
     c["aliases"] = known + [s for s in a.get("aliases", []) if s not in known]
-    votes = Counter(c.get("type_votes", {}))
-    votes.update(a.get("type_votes", {}))
-    c["type_votes"] = votes = dict(votes)
+    c["type_votes"] = votes = dict(Counter(c.get("type_votes", {})) + Counter(a.get("type_votes", {})))
     c["type_conflict"] = len(votes) > 1
     conflicts.pop(alias, None)
     if c["type_conflict"]:

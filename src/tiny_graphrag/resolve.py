@@ -96,14 +96,18 @@ def resolve_aliases(
     if embed is not None and links:
         links = _embedding_filter(graph, links, embed, config.embedding_threshold)
 
+    via: dict[str, _Link] = {}  # the link that brought each node into its group: its own alias link first
+    for link in links:
+        via.setdefault(link.alias, link)
+    for link in links:
+        via.setdefault(link.target, link)
+    linked = nx.Graph([(link.alias, link.target) for link in links])
     done: list[Merge] = []
-    via = _reason_per_node(links)
-    for group in _groups(links):
+    for group in sorted((sorted(c) for c in nx.connected_components(linked)), key=lambda m: m[0]):
         canonical = _representative(graph, group)
         for alias in group:
             if alias != canonical:
-                link = via[alias]
-                done.append(merge_nodes(graph, alias, canonical, reason=link.reason, score=link.score))
+                done.append(merge_nodes(graph, alias, canonical, reason=via[alias].reason, score=via[alias].score))
     if done:
         assign_hids(graph)
         log.info("entity resolution merged %d alias(es)", len(done))
@@ -113,27 +117,10 @@ def resolve_aliases(
 # ---- grouping ------------------------------------------------------------------------------
 
 
-def _groups(links: Iterable[_Link]) -> list[list[str]]:
-    """Connected components of the links, each sorted, in a deterministic order."""
-    linked = nx.Graph()
-    linked.add_edges_from((link.alias, link.target) for link in links)
-    return sorted((sorted(c) for c in nx.connected_components(linked)), key=lambda m: m[0])
-
-
 def _representative(graph: nx.MultiDiGraph, keys: Iterable[str]) -> str:
     """Most mentions, then the longer display name, then the smallest key (for determinism)."""
     nodes = graph.nodes
     return min(keys, key=lambda k: (-nodes[k].get("mentions", 0), -len(nodes[k].get("name", k)), k))
-
-
-def _reason_per_node(links: Sequence[_Link]) -> dict[str, _Link]:
-    """The link that brought each node into its group: its own alias link when it has one."""
-    via: dict[str, _Link] = {}
-    for link in links:
-        via.setdefault(link.alias, link)
-    for link in links:
-        via.setdefault(link.target, link)
-    return via
 
 
 def _embedding_filter(graph: nx.MultiDiGraph, links: list[_Link], embed: Embed, threshold: float) -> list[_Link]:
