@@ -48,9 +48,8 @@ def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
     """`load_documents`, also returning the unsupported files that directories held."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    docs: list[Document] = []
     skipped: list[str] = []
-    seen: dict[str, str] = {}
+    docs: dict[str, Document] = {}  # by id: the first of each content
     n_raw = 0
     for item in inputs:
         if isinstance(item, os.PathLike) or is_path_string(item):
@@ -58,21 +57,20 @@ def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
             skipped += skipped_here
             new = [read_document(p) for p in files]
         else:
+            new = [document_from_text(str(item), source=f"{RAW_TEXT}{n_raw}>")]
             n_raw += 1
-            new = [document_from_text(str(item), source=f"{RAW_TEXT}{n_raw - 1}>")]
         for doc in new:
-            if doc.id in seen:
-                log.warning("skipping %s: same content as %s", doc.source, seen[doc.id])
-                continue
-            seen[doc.id] = doc.source
-            docs.append(doc)
+            if doc.id in docs:
+                log.warning("skipping %s: same content as %s", doc.source, docs[doc.id].source)
+            else:
+                docs[doc.id] = doc
     if not docs:
         raise InputError("no documents given: pass .txt/.md files, directories of them, or text strings")
     if skipped:
         shown = ", ".join(skipped[:10]) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
         log.warning("skipped %d file(s) of unsupported types (supported: %s): %s", len(skipped),
                     ", ".join(SUPPORTED_SUFFIXES), shown)
-    return LoadedInputs(docs, tuple(skipped))
+    return LoadedInputs(list(docs.values()), tuple(skipped))
 
 
 def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:

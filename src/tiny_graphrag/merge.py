@@ -39,14 +39,8 @@ def merge_nodes(graph: nx.MultiDiGraph, alias: str, canonical: str, *, reason: s
     alias_edges = [(u, v, k, copy.deepcopy(d)) for edges in (graph.out_edges, graph.in_edges)
                    for u, v, k, d in edges(alias, keys=True, data=True)]
     record: dict[str, Any] = {
-        "alias": alias,
-        "canonical": canonical,
-        "type": c.get("type", ""),
-        "reason": reason,
-        "score": float(score),
-        "alias_node": copy.deepcopy(dict(a)),
-        "alias_edges": alias_edges,
-        "canonical_node": copy.deepcopy(dict(c)),
+        "alias": alias, "canonical": canonical, "type": c.get("type", ""), "reason": reason, "score": float(score),
+        "alias_node": copy.deepcopy(dict(a)), "alias_edges": alias_edges, "canonical_node": copy.deepcopy(dict(c)),
         # (head, tail, key, data before the merge or None when the merge created the edge)
         "touched_edges": [],
         "type_conflicts": {k: copy.deepcopy(conflicts.get(k)) for k in (alias, canonical)},

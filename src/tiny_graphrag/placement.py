@@ -134,8 +134,7 @@ def publish(tmp_dir: Path, out_dir: Path, *, force: bool = False) -> None:
     if out_dir.exists():
         os.replace(out_dir, old)
     os.replace(tmp_dir, out_dir)
-    if old.exists():
-        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 LOCK_MARKER = b"tiny-graphrag: an index is being written; removed when that ends\n"

@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS reports (
 CREATE TABLE IF NOT EXISTS tree_nodes (id TEXT PRIMARY KEY, layer INTEGER NOT NULL, body TEXT NOT NULL);
 """
 
-_FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
+_FTS_TOKEN = re.compile(r"\w+")
 
 
 def sha256_file(path: Path) -> str:
