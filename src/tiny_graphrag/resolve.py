@@ -172,9 +172,7 @@ def _subset_compatible(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
             i += 1
         else:
             extras.append(token)
-    if i < len(short):
-        return False
-    if any(t in _GENERATIONAL for t in extras):
+    if i < len(short) or any(t in _GENERATIONAL for t in extras):
         return False
     # A name that spells initials pins them: "George W. Bush" is not "George H. W. Bush".
     return not (any(_is_initial(t) for t in short) and any(_is_initial(t) for t in extras))
@@ -240,7 +238,7 @@ def _org_links(graph: nx.MultiDiGraph, keys: Sequence[str]) -> list[_Link]:
         for letters in {"".join(t[0] for t in c), "".join(t[0] for t in words)}:
             if len(letters) >= 2:
                 expansions[letters].add(rep[c])
-    for c, members in classes.items():
+    for c in classes:
         short = rep[c]
         display = graph.nodes[short].get("name", short).replace(".", "").replace(" ", "")
         if len(c) != 1 or not (2 <= len(display) <= 8 and display.isalpha() and display.isupper()):
