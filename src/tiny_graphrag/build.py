@@ -23,7 +23,7 @@ from .cache import CallCache
 from .chunking import chunk_documents
 from .communities import hierarchical_communities
 from .config import BuildConfig
-from .documents import LoadedInputs, collect_documents, is_path_string
+from .documents import LoadedInputs, collect_documents, input_paths
 from .embed import CachedEmbedder, Embedder, TextEmbedder, document_title, titled
 from .errors import InputError, TinyGraphRAGError
 from .extract.base import Extractor, make_extractor
@@ -68,8 +68,7 @@ class BuildSummary:
 
         return summary_html(self)
 
-    def format(self) -> str:
-        """A human-readable summary for the CLI."""
+    def format(self) -> str:  # for the CLI
         lines = [
             f"documents: {self.documents}",
             f"chunks: {self.chunks}",
@@ -109,25 +108,16 @@ class BuildResult:
     def _repr_html_(self) -> str:
         return self.summary._repr_html_()
 
-    def query_engine(self, **kwargs):
-        from .search.engine import QueryEngine  # search imports the build's records: not at the top
 
-        return QueryEngine(self.path, **kwargs)
-
-
-class _Timer:
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        log.info("stage %s ...", name)
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = round(time.perf_counter() - t0, 3)
-            log.info("stage %s done in %.1fs", name, self.seconds[name])
+@contextmanager
+def _stage(seconds: dict[str, float], name: str) -> Iterator[None]:
+    log.info("stage %s ...", name)
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[name] = round(time.perf_counter() - t0, 3)
+        log.info("stage %s done in %.1fs", name, seconds[name])
 
 
 def build_index(
@@ -164,10 +154,7 @@ def build_index(
     `extract(extractor, chunks)` yielding (position, Extraction) and `embedder(embedder)`.
     """
     schema = _resolve_schema(schema, entity_types, relation_types)
-    if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]
-    paths = [] if isinstance(inputs, LoadedInputs) else [
-        Path(i) for i in inputs if isinstance(i, os.PathLike) or is_path_string(i)]
+    paths = [] if isinstance(inputs, LoadedInputs) else input_paths(inputs)
     out_dir = check_output(Path(out_dir), paths, force=force)
     with index_lock(out_dir):  # one writer per index; a second fails with a clear message
         previous = previous_index(out_dir) if is_index(out_dir) and not force else None
@@ -185,7 +172,7 @@ def _build(inputs, out_dir: Path, schema: Schema, config: BuildConfig, extractor
         choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
     clean_stale_staging(out_dir)
     tmp = staging_dir(out_dir)
-    cache_path = Path(config.cache_dir) / "calls.sqlite" if config.cache_dir else out_dir.parent / ".cache" / "calls.sqlite"
+    cache_path = Path(config.cache_dir or out_dir.parent / ".cache") / "calls.sqlite"
     try:
         cache = CallCache(cache_path)
     except OSError as exc:
@@ -220,11 +207,11 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
          progress: bool, previous: IndexStore | None = None, sync: bool = False,
          executor: Executor | None = None) -> BuildSummary:
 
-    timer = _Timer()
+    seconds: dict[str, float] = {}
     warnings: list[str] = []
     calls: dict[str, int] = {}
 
-    with timer.stage("read"):
+    with _stage(seconds, "read"):
         loaded = inputs if isinstance(inputs, LoadedInputs) else collect_documents(inputs)
         docs = loaded.documents
         if previous is not None:  # an update: the index's documents with the inputs' changes
@@ -235,7 +222,7 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
     if loaded.skipped:
         warnings.append(f"skipped {len(loaded.skipped)} file(s) of unsupported types (convert them to .txt/.md "
                         "to index them); the summary lists them")
-    with timer.stage("chunk"):
+    with _stage(seconds, "chunk"):
         chunks = chunk_documents(docs, config.chunking)
     if not chunks:
         raise InputError("the inputs contain no text to index (only whitespace or punctuation)")
@@ -278,14 +265,12 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
     if previous is not None:  # before any model call: an index never mixes two settings
         check_settings(previous.manifest["settings"], current, str(previous.path))
 
-    with timer.stage("extract"):
+    with _stage(seconds, "extract"):
         extractions = extract_cached(extractor, chunks, cache, calls, progress, executor)
 
-    with timer.stage("graph"):
+    with _stage(seconds, "graph"):
         graph = build_graph(chunks, extractions, schema)
-        merges = []
-        if config.resolution.enabled and graph.number_of_nodes() > 1:
-            merges = resolve_aliases(graph, embed=embedder.embed, config=config.resolution)
+        merges = resolve_aliases(graph, embed=embedder.embed, config=config.resolution)
     if graph.number_of_nodes() == 0:
         warnings.append(
             "no entities were found: the graph is empty, so there are no communities or reports; "
@@ -294,19 +279,19 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
     elif graph.number_of_edges() == 0:
         warnings.append("no relations were found: communities are single entities; check relation types/threshold")
 
-    with timer.stage("embed"):  # no bar: sentence-transformers' "Batches" bars would nest in the build's
+    with _stage(seconds, "embed"):  # no bar: sentence-transformers' "Batches" bars would nest in the build's
         store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([chunk_text(c) for c in chunks]))
         keys = list(graph.nodes)
         store.save_vectors("entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys]))
 
-    with timer.stage("communities"):
-        communities = hierarchical_communities(graph, config.communities) if graph.number_of_nodes() else []
+    with _stage(seconds, "communities"):
+        communities = hierarchical_communities(graph, config.communities)
         store.save_communities(communities)
 
     reports = []
     if config.reports and communities:
         calls_before, hits_before = llm.calls, llm.cache_hits
-        with timer.stage("reports"):
+        with _stage(seconds, "reports"):
             # With the chunk's start, report snippets are cut at the exact document-level spans.
             starts = {c.id: c.start for c in chunks}
             sources = {cid: SourceText(sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
@@ -326,28 +311,25 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
     if config.tree.enabled:
         from .tree import tree_stage  # imports umap-learn and scikit-learn only when a tree is built
 
-        with timer.stage("tree"):  # an update re-summarizes only clusters whose text is new (call cache)
+        with _stage(seconds, "tree"):  # an update re-summarizes only clusters whose text is new (call cache)
             tree_info = tree_stage(store, chunks, llm, embedder, config.tree, progress=progress)
         calls["tree_llm"], calls["tree_llm_cached"] = tree_info["llm_calls"], tree_info["llm_cached"]
         if tree_info["note"]:
             warnings.append(tree_info["note"])
 
     calls["embedding"], calls["embedding_cached"] = embedder.calls, embedder.cache_hits
-    with timer.stage("save"):
+    with _stage(seconds, "save"):
         store.save_graph(graph)
-        entity_counts = Counter(d.get("type", "?") for _, d in graph.nodes(data=True))
-        relation_counts = Counter(d.get("label", k) for _, _, k, d in graph.edges(keys=True, data=True))
-        levels = Counter(c.level for c in communities)
         summary = BuildSummary(
             documents=len(docs),
             chunks=len(chunks),
-            entities_per_type=dict(entity_counts),
-            relations_per_label=dict(relation_counts),
+            entities_per_type=dict(Counter(d.get("type", "?") for _, d in graph.nodes(data=True))),
+            relations_per_label=dict(Counter(d.get("label", k) for _, _, k, d in graph.edges(keys=True, data=True))),
             merged_aliases=len(merges),
             dropped_relations=dict(graph.graph.get("dropped_relations", {})),
-            communities_per_level=dict(sorted(levels.items())),
+            communities_per_level=dict(sorted(Counter(c.level for c in communities).items())),
             reports=len(reports),
-            seconds_per_stage=timer.seconds,
+            seconds_per_stage=seconds,
             model_calls=calls,
             warnings=tuple(warnings),
             skipped_files=loaded.skipped,
@@ -376,7 +358,7 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
         store.close()
     for w in warnings:
         log.warning(w)
-    return replace(summary, seconds_per_stage=timer.seconds)
+    return replace(summary, seconds_per_stage=seconds)
 
 
 def entity_text(data: Mapping[str, Any]) -> str:

@@ -73,9 +73,7 @@ def chunk_document(doc: Document, config: ChunkingConfig = ChunkingConfig()) -> 
     `overlap_tokens` worth of trailing sentences at the start of the next chunk."""
     units: list[_Span] = []
     for s, e in split_sentences(doc.text):
-        n = count_tokens(doc.text[s:e])
-        if n == 0:
-            continue
+        n = count_tokens(doc.text[s:e])  # >= 1: sentences are trimmed and never empty
         units.extend(_split_long(doc.text, s, e, config.max_tokens) if n > config.max_tokens else [_Span(s, e, n)])
 
     chunks: list[Chunk] = []

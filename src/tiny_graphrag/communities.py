@@ -30,9 +30,8 @@ def _undirected(graph: nx.MultiDiGraph) -> nx.Graph:
     simple.add_nodes_from(graph)
     for u, v, data in graph.edges(data=True):
         if u != v:
-            w = data.get("weight", 1)
             pair = simple.get_edge_data(u, v, {"weight": 0.0})
-            simple.add_edge(u, v, weight=pair["weight"] + float(w if w is not None else 1))
+            simple.add_edge(u, v, weight=pair["weight"] + float(data.get("weight", 1)))
     return simple
 
 
@@ -81,9 +80,8 @@ def _inner_edges(graph: nx.MultiDiGraph, nodes: Sequence[str]) -> tuple[tuple[st
     return tuple(sorted(edges))
 
 
-def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig | None = None) -> list[Community]:
+def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig = CommunityConfig()) -> list[Community]:
     """Communities of every level, level 0 first; each level is a partition of all nodes."""
-    config = config or CommunityConfig()
     if graph.number_of_nodes() == 0:
         return []
 

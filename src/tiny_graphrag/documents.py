@@ -1,6 +1,6 @@
 """Reading input documents: .txt/.md files, directories of them, and raw strings.
 
-What an input is (the rule, also in `load_documents`): a `Path` is always a path. A string is a
+What an input is (the rule, in `input_paths`): a `Path` is always a path. A string is a
 path when it names something that exists, or when it is one line without whitespace (a mistyped
 `docs/notes.txt` is then an error, never indexed as text); any other string is document text.
 The command line passes every input as a path.
@@ -25,6 +25,7 @@ from .records import Document, content_id
 log = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
+RAW_TEXT = "<text:"  # the source of a document given as a string, not a file
 # Longest first: the UTF-32 LE mark begins with the UTF-16 LE one.
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
@@ -39,11 +40,7 @@ class LoadedInputs:
 
 
 def load_documents(inputs: Input | Sequence[Input]) -> list[Document]:
-    """Documents from paths (files or directories) and raw strings, de-duplicated by content.
-
-    A `Path` is a path. A string is a path when it exists or is one line without whitespace;
-    any other string is document text.
-    """
+    """Documents from paths (files or directories) and raw strings, de-duplicated by content."""
     return collect_documents(inputs).documents
 
 
@@ -51,9 +48,8 @@ def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
     """`load_documents`, also returning the unsupported files that directories held."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    docs: list[Document] = []
     skipped: list[str] = []
-    seen: dict[str, str] = {}
+    docs: dict[str, Document] = {}  # by id: the first of each content
     n_raw = 0
     for item in inputs:
         if isinstance(item, os.PathLike) or is_path_string(item):
@@ -61,21 +57,26 @@ def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
             skipped += skipped_here
             new = [read_document(p) for p in files]
         else:
+            new = [document_from_text(str(item), source=f"{RAW_TEXT}{n_raw}>")]
             n_raw += 1
-            new = [document_from_text(str(item), source=f"<text:{n_raw - 1}>")]
         for doc in new:
-            if doc.id in seen:
-                log.warning("skipping %s: same content as %s", doc.source, seen[doc.id])
-                continue
-            seen[doc.id] = doc.source
-            docs.append(doc)
+            if doc.id in docs:
+                log.warning("skipping %s: same content as %s", doc.source, docs[doc.id].source)
+            else:
+                docs[doc.id] = doc
     if not docs:
         raise InputError("no documents given: pass .txt/.md files, directories of them, or text strings")
     if skipped:
         shown = ", ".join(skipped[:10]) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
         log.warning("skipped %d file(s) of unsupported types (supported: %s): %s", len(skipped),
                     ", ".join(SUPPORTED_SUFFIXES), shown)
-    return LoadedInputs(docs, tuple(skipped))
+    return LoadedInputs(list(docs.values()), tuple(skipped))
+
+
+def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
+    """The inputs that are paths; the others are document text."""
+    items = [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs
+    return [Path(i) for i in items if isinstance(i, os.PathLike) or is_path_string(i)]
 
 
 def is_path_string(item: str) -> bool:

@@ -23,7 +23,6 @@ dropped_entities (reason -> count).
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import pickle
@@ -251,17 +250,12 @@ _CORE_STATE = ("graph", "_node", "_adj", "_succ", "_pred")
 # graph still loads (views hold no code) and a wrong graph class gets a clear "not a
 # MultiDiGraph" error instead of a tampering one.
 _ALLOWED: frozenset[tuple[str, str]] = frozenset(
-    [("networkx.classes.multidigraph", "MultiDiGraph"), ("networkx.classes.digraph", "DiGraph"),
-     ("networkx.classes.multigraph", "MultiGraph"), ("networkx.classes.graph", "Graph")]
+    [(f"networkx.classes.{n.lower()}", n) for n in ("MultiDiGraph", "DiGraph", "MultiGraph", "Graph")]
     + [("networkx.classes.coreviews", n) for n in ("AtlasView", "AdjacencyView", "MultiAdjacencyView")]
-    + [
-        ("networkx.classes.reportviews", n)
-        for n in (
-            "NodeView", "EdgeView", "OutEdgeView", "InEdgeView", "MultiEdgeView", "OutMultiEdgeView",
-            "InMultiEdgeView", "DegreeView", "DiDegreeView", "InDegreeView", "OutDegreeView",
-            "MultiDegreeView", "DiMultiDegreeView", "InMultiDegreeView", "OutMultiDegreeView",
-        )
-    ]
+    + [("networkx.classes.reportviews", n) for n in (
+        "NodeView", "EdgeView", "OutEdgeView", "InEdgeView", "MultiEdgeView", "OutMultiEdgeView", "InMultiEdgeView",
+        "DegreeView", "DiDegreeView", "InDegreeView", "OutDegreeView", "MultiDegreeView", "DiMultiDegreeView",
+        "InMultiDegreeView", "OutMultiDegreeView")]
     + [("builtins", n) for n in ("dict", "list", "tuple", "set", "frozenset", "str", "int", "float", "bool",
                                  "complex", "bytes", "NoneType")]
 )
@@ -298,12 +292,10 @@ def save_graph(graph: nx.MultiDiGraph, path: str | os.PathLike[str]) -> None:
         raise TypeError(f"save_graph expects a networkx.MultiDiGraph, got {type(graph).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    _GraphPickler(buffer, protocol=5).dump(graph)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(buffer.getvalue())
+            _GraphPickler(fh, protocol=5).dump(graph)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -313,8 +305,7 @@ def save_graph(graph: nx.MultiDiGraph, path: str | os.PathLike[str]) -> None:
 
 
 class _RefusedGlobal(Exception):
-    def __init__(self, module: str, name: str) -> None:
-        super().__init__(f"{module}.{name}")
+    """A class outside _ALLOWED; its message is module.name."""
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
@@ -322,7 +313,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in _ALLOWED:
-            raise _RefusedGlobal(module, name)
+            raise _RefusedGlobal(f"{module}.{name}")
         return super().find_class(module, name)
 
 

@@ -39,14 +39,8 @@ def merge_nodes(graph: nx.MultiDiGraph, alias: str, canonical: str, *, reason: s
     alias_edges = [(u, v, k, copy.deepcopy(d)) for edges in (graph.out_edges, graph.in_edges)
                    for u, v, k, d in edges(alias, keys=True, data=True)]
     record: dict[str, Any] = {
-        "alias": alias,
-        "canonical": canonical,
-        "type": c.get("type", ""),
-        "reason": reason,
-        "score": float(score),
-        "alias_node": copy.deepcopy(dict(a)),
-        "alias_edges": alias_edges,
-        "canonical_node": copy.deepcopy(dict(c)),
+        "alias": alias, "canonical": canonical, "type": c.get("type", ""), "reason": reason, "score": float(score),
+        "alias_node": copy.deepcopy(dict(a)), "alias_edges": alias_edges, "canonical_node": copy.deepcopy(dict(c)),
         # (head, tail, key, data before the merge or None when the merge created the edge)
         "touched_edges": [],
         "type_conflicts": {k: copy.deepcopy(conflicts.get(k)) for k in (alias, canonical)},
@@ -72,9 +66,7 @@ def merge_nodes(graph: nx.MultiDiGraph, alias: str, canonical: str, *, reason: s
     c["provenance"] = list(c.get("provenance", [])) + list(a.get("provenance", []))
     known = list(c.get("aliases", []))
     c["aliases"] = known + [s for s in a.get("aliases", []) if s not in known]
-    votes = Counter(c.get("type_votes", {}))
-    votes.update(a.get("type_votes", {}))
-    c["type_votes"] = votes = dict(votes)
+    c["type_votes"] = votes = dict(Counter(c.get("type_votes", {})) + Counter(a.get("type_votes", {})))
     c["type_conflict"] = len(votes) > 1
     conflicts.pop(alias, None)
     if c["type_conflict"]:

@@ -56,8 +56,7 @@ def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = Fa
     # A link named as --out stands for the folder it points to: the build stages beside that
     # folder and replaces it, so the final rename never crosses filesystems and the link stays.
     real = _real(out)
-    cwd = _real(Path.cwd())
-    if _inside(cwd, real):
+    if _inside(_real(Path.cwd()), real):
         raise OutputError(
             f"--out {out_dir} is the current directory or one of its parents: an index needs a folder of "
             "its own, e.g. --out graphs/NAME"
@@ -135,8 +134,7 @@ def publish(tmp_dir: Path, out_dir: Path, *, force: bool = False) -> None:
     if out_dir.exists():
         os.replace(out_dir, old)
     os.replace(tmp_dir, out_dir)
-    if old.exists():
-        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 LOCK_MARKER = b"tiny-graphrag: an index is being written; removed when that ends\n"

@@ -96,14 +96,18 @@ def resolve_aliases(
     if embed is not None and links:
         links = _embedding_filter(graph, links, embed, config.embedding_threshold)
 
+    via: dict[str, _Link] = {}  # the link that brought each node into its group: its own alias link first
+    for link in links:
+        via.setdefault(link.alias, link)
+    for link in links:
+        via.setdefault(link.target, link)
+    linked = nx.Graph([(link.alias, link.target) for link in links])
     done: list[Merge] = []
-    via = _reason_per_node(links)
-    for group in _groups(links):
+    for group in sorted((sorted(c) for c in nx.connected_components(linked)), key=lambda m: m[0]):
         canonical = _representative(graph, group)
         for alias in group:
             if alias != canonical:
-                link = via[alias]
-                done.append(merge_nodes(graph, alias, canonical, reason=link.reason, score=link.score))
+                done.append(merge_nodes(graph, alias, canonical, reason=via[alias].reason, score=via[alias].score))
     if done:
         assign_hids(graph)
         log.info("entity resolution merged %d alias(es)", len(done))
@@ -113,27 +117,10 @@ def resolve_aliases(
 # ---- grouping ------------------------------------------------------------------------------
 
 
-def _groups(links: Iterable[_Link]) -> list[list[str]]:
-    """Connected components of the links, each sorted, in a deterministic order."""
-    linked = nx.Graph()
-    linked.add_edges_from((link.alias, link.target) for link in links)
-    return sorted((sorted(c) for c in nx.connected_components(linked)), key=lambda m: m[0])
-
-
 def _representative(graph: nx.MultiDiGraph, keys: Iterable[str]) -> str:
     """Most mentions, then the longer display name, then the smallest key (for determinism)."""
     nodes = graph.nodes
     return min(keys, key=lambda k: (-nodes[k].get("mentions", 0), -len(nodes[k].get("name", k)), k))
-
-
-def _reason_per_node(links: Sequence[_Link]) -> dict[str, _Link]:
-    """The link that brought each node into its group: its own alias link when it has one."""
-    via: dict[str, _Link] = {}
-    for link in links:
-        via.setdefault(link.alias, link)
-    for link in links:
-        via.setdefault(link.target, link)
-    return via
 
 
 def _embedding_filter(graph: nx.MultiDiGraph, links: list[_Link], embed: Embed, threshold: float) -> list[_Link]:
@@ -185,9 +172,7 @@ def _subset_compatible(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
             i += 1
         else:
             extras.append(token)
-    if i < len(short):
-        return False
-    if any(t in _GENERATIONAL for t in extras):
+    if i < len(short) or any(t in _GENERATIONAL for t in extras):
         return False
     # A name that spells initials pins them: "George W. Bush" is not "George H. W. Bush".
     return not (any(_is_initial(t) for t in short) and any(_is_initial(t) for t in extras))
@@ -253,7 +238,7 @@ def _org_links(graph: nx.MultiDiGraph, keys: Sequence[str]) -> list[_Link]:
         for letters in {"".join(t[0] for t in c), "".join(t[0] for t in words)}:
             if len(letters) >= 2:
                 expansions[letters].add(rep[c])
-    for c, members in classes.items():
+    for c in classes:
         short = rep[c]
         display = graph.nodes[short].get("name", short).replace(".", "").replace(" ", "")
         if len(c) != 1 or not (2 <= len(display) <= 8 and display.isalpha() and display.isupper()):

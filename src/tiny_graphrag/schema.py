@@ -29,7 +29,6 @@ from typing import Any, Mapping
 from .errors import SchemaError, listing, require
 
 _TOP_KEYS = {"entity_types", "relation_types", "name", "description", "spacy_labels"}
-SCHEMA_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 _RELATION_KEYS = {"allowed_head", "allowed_tail", "description"}
 
 
@@ -100,13 +99,10 @@ class Schema:
                         f"{origin}: relation '{label}' has unknown key(s) {sorted(bad)}; "
                         f"allowed keys are {sorted(_RELATION_KEYS)}"
                     )
-                relations.append(
-                    RelationType(
-                        label=_label(label, origin, "relation label"),
-                        allowed_head=_labels(spec.get("allowed_head", []), origin, f"'{label}'.allowed_head"),
-                        allowed_tail=_labels(spec.get("allowed_tail", []), origin, f"'{label}'.allowed_tail"),
-                    )
-                )
+                relations.append(RelationType(
+                    _label(label, origin, "relation label"),
+                    _labels(spec.get("allowed_head", []), origin, f"'{label}'.allowed_head"),
+                    _labels(spec.get("allowed_tail", []), origin, f"'{label}'.allowed_tail")))
         elif isinstance(rels_raw, (list, tuple)):
             relations = [RelationType(_label(x, origin, "relation label")) for x in rels_raw]
         else:

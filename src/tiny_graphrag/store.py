@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS reports (
 CREATE TABLE IF NOT EXISTS tree_nodes (id TEXT PRIMARY KEY, layer INTEGER NOT NULL, body TEXT NOT NULL);
 """
 
-_FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
+_FTS_TOKEN = re.compile(r"\w+")
 
 
 def sha256_file(path: Path) -> str:
@@ -72,14 +72,11 @@ class IndexStore:
         self._db = sqlite3.connect(self.path / DATABASE, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         self._graph = None
-        self._sid_by_chunk: dict[str, int] | None = None
 
     # ---- opening ------------------------------------------------------------------------
     @classmethod
     def create(cls, path: str | os.PathLike) -> "IndexStore":
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / VECTORS).mkdir(exist_ok=True)
+        (Path(path) / VECTORS).mkdir(parents=True, exist_ok=True)
         store = cls(path)
         store._db.executescript(_SCHEMA_SQL)
         return store
@@ -107,7 +104,7 @@ class IndexStore:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
             if not isinstance(manifest, dict):
                 raise ValueError("not a JSON object")
-        except (ValueError, UnicodeDecodeError) as exc:
+        except ValueError as exc:  # UnicodeDecodeError included
             raise IndexFormatError(f"{manifest_path} is corrupt ({exc}); rebuild the index") from exc
         version = manifest.get("format_version")
         if version not in READABLE_VERSIONS:
@@ -172,7 +169,6 @@ class IndexStore:
                 [(sids[c.id], c.id, c.doc_id, c.index, c.start, c.end, c.n_tokens, c.text) for c in chunks],
             )
             self._db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-        self._sid_by_chunk = None
 
     def _one(self, sql: str, key: object) -> sqlite3.Row:
         row = self._db.execute(sql, (key,)).fetchone()
@@ -221,9 +217,7 @@ class IndexStore:
 
     def source_ids(self) -> dict[str, int]:
         """chunk id -> short source id (sid), the number answers and reports cite."""
-        if self._sid_by_chunk is None:
-            self._sid_by_chunk = {r[0]: r[1] for r in self._db.execute("SELECT id, sid FROM chunks")}
-        return self._sid_by_chunk
+        return {r[0]: r[1] for r in self._db.execute("SELECT id, sid FROM chunks")}
 
     def sources(self) -> dict[str, tuple[int, str]]:
         """chunk id -> (sid, text): what report generation cites."""
@@ -290,12 +284,8 @@ class IndexStore:
     def reports(self, level: int | None = None) -> list[Report]:
         sql = "SELECT body FROM reports" + (" WHERE level = ?" if level is not None else "") + " ORDER BY rowid"
         rows = self._db.execute(sql, (() if level is None else (level,))).fetchall()
-        out = []
-        for (body,) in rows:
-            d = json.loads(body)
-            d["findings"] = tuple(Finding(**f) for f in d.get("findings", ()))
-            out.append(Report(**d))
-        return out
+        return [Report(**{**d, "findings": tuple(Finding(**f) for f in d.get("findings", ()))})
+                for d in (json.loads(body) for (body,) in rows)]
 
     # ---- RAPTOR tree (its summary vectors are the "tree" vectors) --------------------------
     def save_tree(self, nodes: Sequence[TreeNode]) -> None:
@@ -311,11 +301,8 @@ class IndexStore:
             rows = self._db.execute("SELECT body FROM tree_nodes ORDER BY layer, rowid").fetchall()
         except sqlite3.OperationalError:  # an index written before trees existed has no such table
             return []
-        out = []
-        for (body,) in rows:
-            d = json.loads(body)
-            out.append(TreeNode(**{**d, "children": tuple(d["children"]), "chunks": tuple(d["chunks"])}))
-        return out
+        return [TreeNode(**{**d, "children": tuple(d["children"]), "chunks": tuple(d["chunks"])})
+                for d in (json.loads(body) for (body,) in rows)]
 
     # ---- vectors --------------------------------------------------------------------------
     def save_vectors(self, name: str, ids: Sequence[str], matrix: np.ndarray) -> None:
@@ -343,11 +330,9 @@ class IndexStore:
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         """Write the manifest last, with hashes of every file, making the index complete."""
         self._db.commit()
-        files = {}
-        for p in sorted(self.path.rglob("*")):
-            if (p.is_file() and p.name not in (MANIFEST, STAGING_MARKER)
-                    and not p.name.endswith(("-wal", "-shm", "-journal"))):
-                files[str(p.relative_to(self.path))] = sha256_file(p)
+        files = {str(p.relative_to(self.path)): sha256_file(p) for p in sorted(self.path.rglob("*"))
+                 if p.is_file() and p.name not in (MANIFEST, STAGING_MARKER)
+                 and not p.name.endswith(("-wal", "-shm", "-journal"))}
         manifest = {"format_version": FORMAT_VERSION, **manifest, "files": files}
         tmp = self.path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")

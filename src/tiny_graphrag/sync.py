@@ -5,10 +5,8 @@ is answered by the call cache (extraction per chunk text, embedding per text, a 
 prompt). Ids are content-derived (records.short_ids, communities' member hashes), so an
 unchanged community's report prompt is the same request and hits the cache. The result equals a
 fresh build of the same documents by construction, and model calls follow what changed; only
-the cheap stages (graph, resolution, Leiden) run over the whole corpus again.
-
-A RAPTOR tree stage fits the same way: key each summary request by the content of its children
-(through CachedLLM), and only the branches above changed chunks miss the cache.
+the cheap stages (graph, resolution, Leiden) run over the whole corpus again. RAPTOR summaries
+are keyed by their children's content the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .documents import RAW_TEXT
 from .errors import ConfigError, IndexFormatError
 from .records import Document
 from .store import FORMAT_VERSION, IndexStore
@@ -26,7 +25,6 @@ from .store import FORMAT_VERSION, IndexStore
 # between a build and its update. Model names are covered by their files' fingerprints.
 _NOT_SETTINGS = {"device", "batch_size", "half_precision", "n_gpu_layers", "n_threads", "models_dir",
                  "cache_dir", "model", "gliner_model", "glirel_model", "spacy_model", "embedder_model"}
-RAW_TEXT = "<text:"  # the source of a document given as a string, not a file
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from typing import Any, Sequence
 
 from .build import BuildResult, BuildSummary, build_index
 from .config import BuildConfig, from_dict
-from .documents import LoadedInputs, collect_documents, is_path_string
+from .documents import Input, LoadedInputs, collect_documents, input_paths
 from .errors import InputError
 from .placement import check_output
 from .schema import Schema
@@ -25,7 +24,7 @@ from .store import IndexStore
 
 log = logging.getLogger(__name__)
 
-Items = str | os.PathLike | Sequence[str | os.PathLike]
+Items = Input | Sequence[Input]
 
 
 def load_index(path: str | os.PathLike) -> "Index":
@@ -80,23 +79,17 @@ class Index(IndexStore):
 
     def _collect(self, items: Items) -> LoadedInputs:
         """The documents of `items`; inputs inside the index would be replaced with it: refused, as by build."""
-        if isinstance(items, (str, os.PathLike)):
-            items = [items]
-        check_output(self.path, [Path(i) for i in items if isinstance(i, os.PathLike) or is_path_string(i)])
+        check_output(self.path, input_paths(items))
         return collect_documents(items)
 
     def _update(self, loaded: LoadedInputs, *, sync: bool, progress: bool, **models: Any) -> BuildResult:
         manifest = self.manifest
         result = build_index(loaded, self.path, schema=Schema.from_dict(manifest["schema"]),
                              config=config_from_manifest(manifest), progress=progress, sync=sync, **models)
-        self._reopen()
-        return result
-
-    def _reopen(self) -> None:
-        """Read the new version from now on (the old connection still reads the replaced files)."""
-        fresh = IndexStore.open(self.path)
+        fresh = IndexStore.open(self.path)  # read the new version: the old connection reads the replaced files
         self.close()
         self.__dict__.update(fresh.__dict__)
+        return result
 
 
 def config_from_manifest(manifest: dict[str, Any]) -> BuildConfig:
@@ -113,12 +106,11 @@ def _same_file(name: str, source: str) -> bool:
 
 def _unchanged(store: IndexStore) -> BuildSummary:
     counts = store.manifest.get("counts", {})
-    zero = {"added": 0, "removed": 0}
     return BuildSummary(
         documents=counts.get("documents", 0), chunks=counts.get("chunks", 0), entities_per_type={},
         relations_per_label={}, merged_aliases=0, dropped_relations={}, communities_per_level={},
         reports=counts.get("reports", 0), seconds_per_stage={}, model_calls={},
         warnings=("every input is already indexed: nothing was changed",),
-        changes={k: dict(zero) for k in ("documents", "chunks", "entities", "relations", "communities", "reports")},
+        changes={k: {"added": 0, "removed": 0} for k in ("documents", "chunks", "entities", "relations", "communities", "reports")},
     )
 
