@@ -108,6 +108,12 @@ class BuildResult:
     def _repr_html_(self) -> str:
         return self.summary._repr_html_()
 
+    def query_engine(self, **kwargs):
+        """A QueryEngine over this index (keyword arguments as QueryEngine's)."""
+        from .search.engine import QueryEngine  # search imports the build's records: not at the top
+
+        return QueryEngine(self.path, **kwargs)
+
 
 @contextmanager
 def _stage(seconds: dict[str, float], name: str) -> Iterator[None]:
