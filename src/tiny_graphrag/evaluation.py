@@ -232,12 +232,11 @@ def clip(llm: LLM, text: str, max_tokens: int) -> str:
 
 
 def judge(llm: LLM, questions: Sequence[Question], a: Sequence[Answer], b: Sequence[Answer], *,
-          criteria: dict[str, str] | None = None, answer_tokens: int = 700, max_tokens: int = 160,
-          keep_citations: bool = False) -> list[Verdict]:
+          criteria: dict[str, str] | None = None, answer_tokens: int = 700, max_tokens: int = 160) -> list[Verdict]:
     """Every (question, criterion) judged twice: A shown first, then B shown first.
 
-    Citation markers are removed before judging (unless `keep_citations`): the modes cite
-    different kinds of ids, which would tell the judge which mode wrote which answer."""
+    Citation markers are removed before judging: the modes cite different kinds of ids, which
+    would tell the judge which mode wrote which answer."""
     criteria = CRITERIA if criteria is None else criteria
     if not criteria:
         raise InputError("no criteria to judge: pass at least one {name: definition}")
@@ -245,23 +244,16 @@ def judge(llm: LLM, questions: Sequence[Question], a: Sequence[Answer], b: Seque
         raise InputError(f"{len(questions)} questions but {len(a)} and {len(b)} answers: answer every question "
                          "with both modes")
 
-    def prepared(ans: Answer) -> str:
-        text = ans.text if keep_citations else strip_citations(ans.text)
-        return clip(llm, text, answer_tokens) or "(no answer)"
-
     verdicts = []
     for i, q in enumerate(questions):
-        ta, tb = prepared(a[i]), prepared(b[i])
-        by_order: list[list[tuple[str | None, str]]] = []  # A shown first, then B shown first
-        for first, second, labels in ((ta, tb, {"1": "a", "2": "b"}), (tb, ta, {"1": "b", "2": "a"})):
-            by_order.append([])
-            for name, definition in criteria.items():
-                got = _ask(llm, _JUDGE_SYSTEM, _judge_prompt(q.text, first, second, name, definition),
-                           _JUDGE_SCHEMA, max_tokens) or {}
-                winner = {**labels, "tie": "tie"}.get(got.get("winner"))  # from the shown position to the mode
-                by_order[-1].append((winner, str(got.get("reason", ""))))
-        for name, (wa, ra), (wb, rb) in zip(criteria, *by_order):
-            verdicts.append(Verdict(i, name, wa, wb, (ra, rb)))
+        ta, tb = (clip(llm, strip_citations(x.text), answer_tokens) or "(no answer)" for x in (a[i], b[i]))
+        by_order = []  # A shown first, then B shown first: (winner, reason) per criterion
+        for first, second, mode_of in ((ta, tb, {"1": "a", "2": "b", "tie": "tie"}),
+                                       (tb, ta, {"1": "b", "2": "a", "tie": "tie"})):  # shown position -> mode
+            got = [_ask(llm, _JUDGE_SYSTEM, _judge_prompt(q.text, first, second, name, definition), _JUDGE_SCHEMA,
+                        max_tokens) or {} for name, definition in criteria.items()]
+            by_order.append([(mode_of.get(g.get("winner")), str(g.get("reason", ""))) for g in got])
+        verdicts += [Verdict(i, name, wa, wb, (ra, rb)) for name, (wa, ra), (wb, rb) in zip(criteria, *by_order)]
         log.info("judged question %d/%d", i + 1, len(questions))
     return verdicts
 

@@ -130,14 +130,15 @@ def flat_graph(store: IndexStore) -> nx.MultiDiGraph:
     g = json_graph(store)
     flat = nx.MultiDiGraph()
     for key, data in g.nodes(data=True):
-        attrs = {k: (json.dumps(v, ensure_ascii=False) if k in _JSON_ATTRS else v)
-                 for k, v in data.items() if k != "communities"}
-        attrs.update({f"community_{lvl}": cid for lvl, cid in data["communities"].items()})
-        flat.add_node(key, label=data["name"], **attrs)
+        communities = {f"community_{lvl}": cid for lvl, cid in data.pop("communities").items()}
+        flat.add_node(key, label=data["name"], **_scalars(data), **communities)
     for u, v, k, data in g.edges(keys=True, data=True):
-        flat.add_edge(u, v, key=k, **{a: (json.dumps(x, ensure_ascii=False) if a in _JSON_ATTRS else x)
-                                      for a, x in data.items()})
+        flat.add_edge(u, v, key=k, **_scalars(data))
     return flat
+
+
+def _scalars(data: dict) -> dict:
+    return {k: (json.dumps(v, ensure_ascii=False) if k in _JSON_ATTRS else v) for k, v in data.items()}
 
 
 def _plain(data: dict) -> dict:
@@ -158,8 +159,8 @@ def _neo4j(store: IndexStore, folder: Path) -> list[Path]:
     node_header = _NODE_HEADER[:-1] + [f"community_{lvl}" for lvl in levels] + _NODE_HEADER[-1:]
     where = community_levels(store)
     nodes = [[k, d["name"], d["type"], d["mentions"], json.dumps(d["aliases"], ensure_ascii=False),
-              json.dumps(d["provenance"], ensure_ascii=False), d["hid"]]
-             + [where.get(k, {}).get(lvl, "") for lvl in levels] + ["Entity;" + d["type"]]
+              json.dumps(d["provenance"], ensure_ascii=False), d["hid"],
+              *[where.get(k, {}).get(lvl, "") for lvl in levels], "Entity;" + d["type"]]
              for k, d in graph.nodes(data=True)]
     edges = [[u, v, d["label"], d["label"], d["weight"], d["score"], json.dumps(d["provenance"], ensure_ascii=False),
               d["hid"]] for u, v, d in graph.edges(data=True)]

@@ -71,10 +71,7 @@ def summarize(texts: Sequence[str], llm: LLM, budget: int, max_tokens: int) -> t
     if out.finish_reason == "length" or not text:
         retry = llm.complete(messages, max_tokens=max_tokens + RETRY_EXTRA_TOKENS, temperature=0.0)
         again = retry.text.strip()
-        if again and retry.finish_reason != "length":
-            text = again
-        else:
-            text = _whole_sentences(again or text)
+        text = again if again and retry.finish_reason != "length" else _whole_sentences(again or text)
     if text:
         return text, False
     log.warning("the model wrote no summary for a cluster of %d nodes; storing its opening text instead", len(texts))
@@ -130,17 +127,14 @@ def tree_stage(store: IndexStore, chunks: Sequence[Chunk], llm: CachedLLM, embed
     nodes, rows = build_tree([by_id[i] for i in chunk_ids], matrix, llm, embedder, config, progress=progress)
     store.save_tree(nodes)
     store.save_vectors("tree", [n.id for n in nodes], rows)
-    layers = Counter(str(n.layer) for n in nodes)
-    note = None
-    if not nodes:
-        note = ("the corpus has a single chunk: the tree has no summaries, and tree search answers from the chunk"
-                if len(chunks) < 2 else "no cluster of two or more chunks formed: the tree has no summaries")
     return {
-        "nodes_per_layer": {"0": len(chunks), **layers},
+        "nodes_per_layer": {"0": len(chunks), **Counter(str(n.layer) for n in nodes)},
         "summary_tokens": sum(n.tokens for n in nodes),
         "fallback_summaries": sum(n.fallback for n in nodes),
         "llm_calls": llm.calls - calls,
         "llm_cached": llm.cache_hits - hits,
         "config": asdict(config),
-        "note": note,
+        "note": None if nodes else (
+            "the corpus has a single chunk: the tree has no summaries, and tree search answers from the chunk"
+            if len(chunks) < 2 else "no cluster of two or more chunks formed: the tree has no summaries"),
     }

@@ -79,13 +79,8 @@ def _two_pass(x: np.ndarray, config: TreeConfig) -> list[list[int]]:
     """RAPTOR's global then local clustering (row indices of `x`), on the distinct rows: UMAP
     spreads identical points apart, and copies of one text belong in one cluster."""
     distinct, inverse = _distinct(x)
-    if len(distinct) < len(x):
-        copies: dict[int, list[int]] = {}
-        for i, d in enumerate(inverse):
-            copies.setdefault(int(d), []).append(i)
-        if len(distinct) == 1:
-            return [list(range(len(x)))]
-        return [sorted(i for d in c for i in copies[d]) for c in _two_pass(distinct, config)]
+    if len(distinct) < len(x):  # each cluster of distinct rows, as the rows of x that are copies of them
+        return [np.flatnonzero(np.isin(inverse, c)).tolist() for c in _two_pass(distinct, config)]
     n, dim, seed = len(x), config.reduction_dim, config.seed
     out: list[list[int]] = []
     for members in _mixture(_reduce(x, int((n - 1) ** 0.5), dim, seed), config.threshold, config.max_clusters, seed):
