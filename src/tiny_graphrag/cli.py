@@ -215,8 +215,7 @@ def _print_citations(result) -> None:
     lines = [f"  [{kind.capitalize()} {i}] {label[kind][i]}"
              for kind, ids in result.citations().items() for i in ids if i in label.get(kind, {})]
     if lines:
-        print("cited:")
-        print("\n".join(lines))
+        print("cited:", *lines, sep="\n")
 
 
 def _snippet(text: str, n: int = 100) -> str:
@@ -258,10 +257,8 @@ def _models(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
     try:  # a command returns its exit status, None for success
         return {"build": _build, "add": _update, "remove": _update, "info": _info, "query": _query,
                 "evaluate": _evaluate, "models": _models, "export": _export, "view": _view}[args.command](args) or 0
