@@ -31,8 +31,7 @@ def _export(args) -> None:
 def _view(args) -> None:
     from .view import write_view
 
-    print(write_view(args.index, args.out, level=args.level, top=args.top, community=args.community,
-                     force=args.force))
+    print(write_view(args.index, args.out, level=args.level, top=args.top, community=args.community, force=args.force))
 
 
 def _build(args) -> None:

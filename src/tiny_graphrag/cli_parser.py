@@ -67,8 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "unfinished index (index files without a manifest) at --out")
     b.add_argument("--schema", help="schema file (.toml/.yaml/.json) or preset name (general, biomedical, finance, "
                                     "geography; default general)")
-    b.add_argument("--extractor", choices=extractor_names(), default="gliner",
-                   help="entity/relation extractor")
+    b.add_argument("--extractor", choices=extractor_names(), default="gliner", help="entity/relation extractor")
     b.add_argument("--spacy-model", help="installed spaCy pipeline or path (default en_core_web_sm)")
     b.add_argument("--gliner-model", help="GLiNER model folder name under models/ or a path (default gliner_mediumv2.1)")
     b.add_argument("--glirel-model", help="GLiREL model folder name under models/ or a path (default glirel-large-v0)")

@@ -23,6 +23,7 @@ from typing import Callable
 import networkx as nx
 
 from .errors import InputError, OutputError, require
+from .export_parquet import GRAPHRAG_TABLES, graphrag_tables
 from .placement import _inside, _real
 from .store import IndexStore
 
@@ -35,16 +36,11 @@ _JSON_ATTRS = ("aliases", "provenance", "type_votes")
 
 def export_index(index: str | os.PathLike | IndexStore, fmt: str, out: str | os.PathLike, *,
                  force: bool = False) -> list[Path]:
-    """Write the index in `fmt` (one of FORMATS) to `out` (a file, or a folder for parquet/neo4j).
-
-    Returns the files written.
-    """
+    """Write the index in `fmt` (one of FORMATS) to `out` (a file, or a folder for parquet/neo4j); the files written."""
     if fmt not in FORMATS:
         raise InputError(f"unknown export format '{fmt}': choose one of {', '.join(FORMATS)}")
     store = index if isinstance(index, IndexStore) else IndexStore.open(index)
     if fmt == "parquet":
-        from .export_parquet import GRAPHRAG_TABLES, graphrag_tables
-
         pq = require("pyarrow.parquet", "export", "Parquet export")
         folder = _check_target(Path(out), store.path, force, [f"{t}.parquet" for t in GRAPHRAG_TABLES])
         for name, table in graphrag_tables(store).items():

@@ -19,10 +19,8 @@ def row(*values: Any) -> str:
 
 def pack_table(title: str, header: str, rows: Sequence[tuple[str, Any]], budget: int,
                count: Count) -> tuple[str, list[Any], int]:
-    """The table of as many rows as fit in `budget` tokens, in order (a row too big is skipped).
-
-    Returns (text, payloads of the rows kept, tokens). An empty table is "" (0 tokens).
-    """
+    """The table of as many rows as fit in `budget` tokens, in order (a row too big is skipped), as
+    (text, payloads of the rows kept, tokens); an empty table is "" (0 tokens)."""
     head = f"-----{title}-----\n{header}"
     used = count(head + "\n")
     if used >= budget:
