@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections import Counter
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,23 +21,20 @@ log = logging.getLogger("tiny_graphrag")
 
 
 # ---- export and view -----------------------------------------------------------------------
-def _export(args) -> int:
+def _export(args) -> None:
     from .export import export_index
 
     for path in export_index(args.index, args.format, args.out, force=args.force):
         print(path)
-    return 0
 
 
-def _view(args) -> int:
+def _view(args) -> None:
     from .view import write_view
 
-    print(write_view(args.index, args.out, level=args.level, top=args.top, community=args.community,
-                     force=args.force))
-    return 0
+    print(write_view(args.index, args.out, level=args.level, top=args.top, community=args.community, force=args.force))
 
 
-def _build(args) -> int:
+def _build(args) -> None:
     from .build import build_index  # loads the pipeline's modules: not needed for --help or info
 
     cfg = BuildConfig()
@@ -67,7 +65,7 @@ def _build(args) -> int:
                                num_gpus=args.ray_gpus)
     result = build_index(args.inputs, args.out, schema=args.schema, config=cfg, progress=True, force=args.force,
                          sync=args.sync, executor=executor)
-    return _print_summary(result, args.json)
+    _print_summary(result, args.json)
 
 
 def _given(**options: object) -> dict:
@@ -75,27 +73,23 @@ def _given(**options: object) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
 
-def _update(args) -> int:
+def _update(args) -> None:
     from .update import load_index  # loads the pipeline's modules
 
-    index = load_index(args.index)
-    try:
+    with closing(load_index(args.index)) as index:
         if args.command == "add":
             result = index.add(args.inputs, progress=True)
         else:
             result = index.remove(args.documents, progress=True)
-    finally:
-        index.close()
-    return _print_summary(result, args.json)
+    _print_summary(result, args.json)
 
 
-def _print_summary(result, as_json: bool) -> int:
+def _print_summary(result, as_json: bool) -> None:
     if as_json:
         print(json.dumps(result.summary.to_dict(), indent=2))
     else:
         print(f"index: {result.path}")
         print(result.summary.format())
-    return 0
 
 
 def index_info(path: str | Path, top: int = 5) -> dict:
@@ -133,11 +127,11 @@ def index_info(path: str | Path, top: int = 5) -> dict:
     return info
 
 
-def _info(args) -> int:
+def _info(args) -> None:
     info = index_info(args.index, args.top)
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
-        return 0
+        return
     c = info["counts"]
     print(f"index {info['index']} (format {info['format_version']}, built {info['created']} by {info['library_version']})")
     print(f"documents: {c.get('documents')}  chunks: {c.get('chunks')}  entities: {c.get('entities')}  "
@@ -154,11 +148,7 @@ def _info(args) -> int:
               f"(mean {lvl['mean_size']})")
     for r in info["top_reports"]:
         print(f"  [{r['rating']:.1f}] {r['title']} ({r['community']}, C{r['level']})")
-    _print_tree(info["tree"])
-    return 0
-
-
-def _print_tree(tree: dict | None) -> None:
+    tree = info["tree"]
     if not tree:
         print("tree: none (build with --tree for `query tree`)")
         return
@@ -170,7 +160,7 @@ def _print_tree(tree: dict | None) -> None:
         print(f"  note: {tree['note']}")
 
 
-def _query(args) -> int:
+def _query(args) -> None:
     from .search.config import SearchConfig
     from .search.engine import QueryEngine
 
@@ -180,19 +170,17 @@ def _query(args) -> int:
         raise InputError("--strategy is only for tree search")
     config = SearchConfig(context_tokens=args.context_tokens)
     qe = QueryEngine(args.index, models_dir=args.models_dir, config=config)
-    _change_llm(qe, model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx)
-    kwargs = {}
-    if args.mode == "global":
-        kwargs = {"level": args.level, "config": replace(config.global_, source=args.over or "auto")}
-    if args.mode == "tree":
-        kwargs = {"strategy": args.strategy}
+    if changes := _given(model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx):
+        qe.change_llm_settings(**changes)  # the index's build LLM settings, but for these
+    kwargs = {"global": {"level": args.level, "config": replace(config.global_, source=args.over or "auto")},
+              "tree": {"strategy": args.strategy}}.get(args.mode, {})
     stream = args.stream and not args.json and not args.only_context
     result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
     if args.show_context or args.only_context:
         print("----- context -----")
         print(result.context)
         if args.only_context:
-            return 0
+            return
         print("----- answer -----")
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
@@ -211,7 +199,6 @@ def _query(args) -> int:
         removed = "; ".join(f"{kind.capitalize()} ({', '.join(map(str, ids))})"
                             for kind, ids in result.invalid_citations.items())
         print(f"note: removed citations of ids that are not in the context: {removed}", file=sys.stderr)
-    return 0
 
 
 def _print_citations(result) -> None:
@@ -227,8 +214,7 @@ def _print_citations(result) -> None:
     lines = [f"  [{kind.capitalize()} {i}] {label[kind][i]}"
              for kind, ids in result.citations().items() for i in ids if i in label.get(kind, {})]
     if lines:
-        print("cited:")
-        print("\n".join(lines))
+        print("cited:", *lines, sep="\n")
 
 
 def _snippet(text: str, n: int = 100) -> str:
@@ -236,7 +222,7 @@ def _snippet(text: str, n: int = 100) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def _evaluate(args) -> int:
+def _evaluate(args) -> None:
     from .evaluation import evaluate, open_judge, read_questions
     from .search.engine import QueryEngine
 
@@ -244,7 +230,8 @@ def _evaluate(args) -> int:
         raise InputError(f"--out {args.out} exists: choose a new file name (nothing is overwritten)")
     questions = read_questions(args.questions_file) if args.questions_file else args.questions
     with QueryEngine(args.index, models_dir=args.models_dir) as qe:
-        _change_llm(qe, model=args.llm)
+        if args.llm is not None:
+            qe.change_llm_settings(model=args.llm)
         judge = open_judge(args.judge, qe, n_ctx=args.n_ctx, chat_format=args.chat_format)
         result = evaluate(qe, judge, questions=questions, a=args.a, b=args.b, source=args.source,
                           description=args.description, answer_tokens=args.answer_tokens)
@@ -252,14 +239,6 @@ def _evaluate(args) -> int:
     if args.out:
         args.out.write_text(data + "\n", encoding="utf-8")
     print(data if args.json else result.format())
-    return 0
-
-
-def _change_llm(qe, **given: object) -> None:
-    """The index's build LLM settings with what was given on the command line."""
-    changes = _given(**given)
-    if changes:
-        qe.change_llm_settings(**changes)
 
 
 def _models(args) -> int:
@@ -277,13 +256,11 @@ def _models(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    try:
+    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:  # a command returns its exit status, None for success
         return {"build": _build, "add": _update, "remove": _update, "info": _info, "query": _query,
-                "evaluate": _evaluate, "models": _models, "export": _export, "view": _view}[args.command](args)
+                "evaluate": _evaluate, "models": _models, "export": _export, "view": _view}[args.command](args) or 0
     except TinyGraphRAGError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

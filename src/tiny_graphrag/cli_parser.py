@@ -9,26 +9,19 @@ from pathlib import Path
 
 
 def _int_at_least(low: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
-        return value
-    return parse
+    return _number(low, kind=int)
 
 
-def _number(low: float, high: float = math.inf):
+def _number(low: float, high: float = math.inf, kind: type = float):
     allowed = f"at least {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = kind(text)
         except ValueError:
             shown = "" if high == math.inf else f" {allowed}"
-            raise argparse.ArgumentTypeError(f"expected a number{shown}, got '{text}'") from None
+            number = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {number}{shown}, got '{text}'") from None
         if not low <= value <= high:  # also refuses nan
             raise argparse.ArgumentTypeError(f"must be {allowed}, got {value}")
         return value
@@ -74,8 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "unfinished index (index files without a manifest) at --out")
     b.add_argument("--schema", help="schema file (.toml/.yaml/.json) or preset name (general, biomedical, finance, "
                                     "geography; default general)")
-    b.add_argument("--extractor", choices=extractor_names(), default="gliner",
-                   help="entity/relation extractor")
+    b.add_argument("--extractor", choices=extractor_names(), default="gliner", help="entity/relation extractor")
     b.add_argument("--spacy-model", help="installed spaCy pipeline or path (default en_core_web_sm)")
     b.add_argument("--gliner-model", help="GLiNER model folder name under models/ or a path (default gliner_mediumv2.1)")
     b.add_argument("--glirel-model", help="GLiREL model folder name under models/ or a path (default glirel-large-v0)")
@@ -114,12 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)
     a.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
-    a.add_argument("--index", required=True, type=Path, help="an index folder written by build")
-    a.add_argument("--json", action="store_true", help="print the summary as JSON")
     r = sub.add_parser("remove", help="remove documents from an index", **kw)
     r.add_argument("documents", nargs="+", help="document ids or the paths they were indexed from (see info)")
-    r.add_argument("--index", required=True, type=Path, help="an index folder written by build")
-    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    for update in (a, r):
+        update.add_argument("--index", required=True, type=Path, help="an index folder written by build")
+        update.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     i = sub.add_parser("info", help="describe a built index", **kw)
     i.add_argument("index", help="an index folder written by build")

@@ -56,10 +56,6 @@ def _text(max_length: int = _TEXT) -> dict:
     return {"type": "string", "minLength": 1, "maxLength": max_length}
 
 
-def _items(item: dict, n: int) -> dict:
-    return {"type": "array", "items": item, "minItems": n, "maxItems": n}
-
-
 def _ask(llm: LLM, system: str, user: str, schema: dict, max_tokens: int) -> dict | None:
     """One grammar-constrained call; None when the output is still not usable JSON (cut at max_tokens)."""
     out = llm.complete([{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -70,6 +66,13 @@ def _ask(llm: LLM, system: str, user: str, schema: dict, max_tokens: int) -> dic
         log.warning("unusable JSON from %s (finish=%s): %.200r", llm.name, out.finish_reason, out.text)
         return None
     return data if isinstance(data, dict) else None
+
+
+def _ask_list(llm: LLM, user: str, name: str, item: dict, n: int, max_tokens: int) -> list:
+    """A list `name` of exactly `n` items (`item`: their schema) from the question writer; [] when unusable."""
+    schema = {"type": "object", "properties": {name: {"type": "array", "items": item, "minItems": n, "maxItems": n}},
+              "required": [name]}
+    return (_ask(llm, _QG_SYSTEM, user, schema, max_tokens) or {}).get(name, [])
 
 
 # ---- questions ---------------------------------------------------------------------------------
@@ -110,37 +113,33 @@ def generate_questions(llm: LLM, description: str, n: int, *, tasks: int = 2, pe
     if not description.strip():
         raise InputError("the corpus description is empty: pass a sentence or two saying what the texts are")
     n_users = math.ceil(n / (tasks * per_task))
-    users = _ask(llm, _QG_SYSTEM, (
-        f"Description of the collection:\n{description}\n\nName {n_users} different kinds of people who would "
-        "read this collection (for example a student, a journalist, a historian), each with one sentence on who "
-        "they are and why they read it."),
-        {"type": "object", "properties": {"users": _items(
-            {"type": "object", "properties": {"name": _text(60), "description": _text()},
-             "required": ["name", "description"]}, n_users)}, "required": ["users"]}, max_tokens)
+    about = f"Description of the collection:\n{description}\n\n"
+    users: dict[str, dict] = {}  # by lower-cased name: a name given twice is one user
+    for user in _ask_list(llm, f"{about}Name {n_users} different kinds of people who would read this collection "
+                          "(for example a student, a journalist, a historian), each with one sentence on who they are "
+                          "and why they read it.", "users",
+                          {"type": "object", "properties": {"name": _text(60), "description": _text()},
+                           "required": ["name", "description"]}, n_users, max_tokens):
+        users.setdefault(user["name"].lower(), user)
     per_user: list[list[Question]] = []
     written: list[str] = []  # shown to later calls: greedy decoding repeats itself on repeated prompts
-    for k, user in enumerate(_distinct_users((users or {}).get("users", []))):
+    for k, user in enumerate(users.values()):
         persona = f"{user['name']}: {user['description']}"
         log.info("questions: user %d/%d %s", k + 1, n_users, user["name"])
-        got = _ask(llm, _QG_SYSTEM, (
-            f"Description of the collection:\n{description}\n\nUser: {persona}\n\nList {tasks} tasks this user "
-            "would do with the whole collection."),
-            {"type": "object", "properties": {"tasks": _items(_text(), tasks)}, "required": ["tasks"]}, max_tokens)
         mine = []
-        for task in (got or {}).get("tasks", []):
+        for task in _ask_list(llm, f"{about}User: {persona}\n\nList {tasks} tasks this user would do with the "
+                              "whole collection.", "tasks", _text(), tasks, max_tokens):
             asked = "".join(f"\n- {q}" for q in written[-8:])
-            qs = _ask(llm, _QG_SYSTEM, (
-                f"Description of the collection:\n{description}\n\nUser: {persona}\nTask: {task}\n\nWrite {per_task} "
-                "question(s) this user would ask for this task. Each must need an understanding of the entire "
-                "collection (themes, trends, comparisons), not one fact from one passage."
-                + (f"\nAlready asked (write different ones):{asked}" if asked else "")),
-                {"type": "object", "properties": {"questions": _items(_text(), per_task)},
-                 "required": ["questions"]}, max_tokens)
-            new = [q.strip() for q in (qs or {}).get("questions", [])]
+            prompt = (f"{about}User: {persona}\nTask: {task}\n\nWrite {per_task} question(s) this user would ask for "
+                      "this task. Each must need an understanding of the entire collection (themes, trends, "
+                      "comparisons), not one fact from one passage."
+                      + (f"\nAlready asked (write different ones):{asked}" if asked else ""))
+            new = [q.strip() for q in _ask_list(llm, prompt, "questions", _text(), per_task, max_tokens)]
             written += new
             mine += [Question(q, persona, task) for q in new]
         per_user.append(mine)
-    ordered = [q for row in _round_robin(per_user) for q in row]
+    # round-robin over users, so a short list still covers them all
+    ordered = [row[i] for i in range(max(map(len, per_user), default=0)) for row in per_user if i < len(row)]
     return _first_distinct(ordered, n, "personas")
 
 
@@ -153,22 +152,11 @@ def questions_from_reports(llm: LLM, reports: Sequence[Report], n: int, *, top: 
         raise InputError("the index has no community reports to read questions from: build it with an LLM "
                          "(without --no-reports), or generate questions from personas")
     listing = "\n".join(f"- {r.title}: {r.summary}" for r in usable)
-    got = _ask(llm, _QG_SYSTEM, (
+    got = _ask_list(llm, (
         f"Summaries of the main communities of the collection:\n{listing}\n\nWrite {n} different questions that "
         "need an understanding of the whole collection (themes, trends, comparisons across communities), "
-        "not one fact from one summary."),
-        {"type": "object", "properties": {"questions": _items(_text(), n)}, "required": ["questions"]}, max_tokens)
-    return _first_distinct([Question(q.strip()) for q in (got or {}).get("questions", [])], n, "reports")
-
-
-def _distinct_users(users: list[dict]) -> list[dict]:
-    seen: set[str] = set()
-    return [u for u in users if not (u["name"].lower() in seen or seen.add(u["name"].lower()))]
-
-
-def _round_robin(rows: list[list[Question]]) -> list[list[Question]]:
-    width = max((len(r) for r in rows), default=0)
-    return [[r[i] for r in rows if i < len(r)] for i in range(width)]
+        "not one fact from one summary."), "questions", _text(), n, max_tokens)
+    return _first_distinct([Question(q.strip()) for q in got], n, "reports")
 
 
 def _first_distinct(questions: list[Question], n: int, how: str) -> list[Question]:
@@ -244,12 +232,11 @@ def clip(llm: LLM, text: str, max_tokens: int) -> str:
 
 
 def judge(llm: LLM, questions: Sequence[Question], a: Sequence[Answer], b: Sequence[Answer], *,
-          criteria: dict[str, str] | None = None, answer_tokens: int = 700, max_tokens: int = 160,
-          keep_citations: bool = False) -> list[Verdict]:
+          criteria: dict[str, str] | None = None, answer_tokens: int = 700, max_tokens: int = 160) -> list[Verdict]:
     """Every (question, criterion) judged twice: A shown first, then B shown first.
 
-    Citation markers are removed before judging (unless `keep_citations`): the modes cite
-    different kinds of ids, which would tell the judge which mode wrote which answer."""
+    Citation markers are removed before judging: the modes cite different kinds of ids, which
+    would tell the judge which mode wrote which answer."""
     criteria = CRITERIA if criteria is None else criteria
     if not criteria:
         raise InputError("no criteria to judge: pass at least one {name: definition}")
@@ -257,23 +244,16 @@ def judge(llm: LLM, questions: Sequence[Question], a: Sequence[Answer], b: Seque
         raise InputError(f"{len(questions)} questions but {len(a)} and {len(b)} answers: answer every question "
                          "with both modes")
 
-    def prepared(ans: Answer) -> str:
-        text = ans.text if keep_citations else strip_citations(ans.text)
-        return clip(llm, text, answer_tokens) or "(no answer)"
-
     verdicts = []
     for i, q in enumerate(questions):
-        ta, tb = prepared(a[i]), prepared(b[i])
-        by_order: list[list[tuple[str | None, str]]] = []  # A shown first, then B shown first
-        for first, second, labels in ((ta, tb, {"1": "a", "2": "b"}), (tb, ta, {"1": "b", "2": "a"})):
-            by_order.append([])
-            for name, definition in criteria.items():
-                got = _ask(llm, _JUDGE_SYSTEM, _judge_prompt(q.text, first, second, name, definition),
-                           _JUDGE_SCHEMA, max_tokens) or {}
-                winner = {**labels, "tie": "tie"}.get(got.get("winner"))  # from the shown position to the mode
-                by_order[-1].append((winner, str(got.get("reason", ""))))
-        for name, (wa, ra), (wb, rb) in zip(criteria, *by_order):
-            verdicts.append(Verdict(i, name, wa, wb, (ra, rb)))
+        ta, tb = (clip(llm, strip_citations(x.text), answer_tokens) or "(no answer)" for x in (a[i], b[i]))
+        by_order = []  # A shown first, then B shown first: (winner, reason) per criterion
+        for first, second, mode_of in ((ta, tb, {"1": "a", "2": "b", "tie": "tie"}),
+                                       (tb, ta, {"1": "b", "2": "a", "tie": "tie"})):  # shown position -> mode
+            got = [_ask(llm, _JUDGE_SYSTEM, _judge_prompt(q.text, first, second, name, definition), _JUDGE_SCHEMA,
+                        max_tokens) or {} for name, definition in criteria.items()]
+            by_order.append([(mode_of.get(g.get("winner")), str(g.get("reason", ""))) for g in got])
+        verdicts += [Verdict(i, name, wa, wb, (ra, rb)) for name, (wa, ra), (wb, rb) in zip(criteria, *by_order)]
         log.info("judged question %d/%d", i + 1, len(questions))
     return verdicts
 

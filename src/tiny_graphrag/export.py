@@ -23,6 +23,7 @@ from typing import Callable
 import networkx as nx
 
 from .errors import InputError, OutputError, require
+from .export_parquet import GRAPHRAG_TABLES, graphrag_tables
 from .placement import _inside, _real
 from .store import IndexStore
 
@@ -35,16 +36,11 @@ _JSON_ATTRS = ("aliases", "provenance", "type_votes")
 
 def export_index(index: str | os.PathLike | IndexStore, fmt: str, out: str | os.PathLike, *,
                  force: bool = False) -> list[Path]:
-    """Write the index in `fmt` (one of FORMATS) to `out` (a file, or a folder for parquet/neo4j).
-
-    Returns the files written.
-    """
+    """Write the index in `fmt` (one of FORMATS) to `out` (a file, or a folder for parquet/neo4j); the files written."""
     if fmt not in FORMATS:
         raise InputError(f"unknown export format '{fmt}': choose one of {', '.join(FORMATS)}")
     store = index if isinstance(index, IndexStore) else IndexStore.open(index)
     if fmt == "parquet":
-        from .export_parquet import GRAPHRAG_TABLES, graphrag_tables
-
         pq = require("pyarrow.parquet", "export", "Parquet export")
         folder = _check_target(Path(out), store.path, force, [f"{t}.parquet" for t in GRAPHRAG_TABLES])
         for name, table in graphrag_tables(store).items():
@@ -130,14 +126,15 @@ def flat_graph(store: IndexStore) -> nx.MultiDiGraph:
     g = json_graph(store)
     flat = nx.MultiDiGraph()
     for key, data in g.nodes(data=True):
-        attrs = {k: (json.dumps(v, ensure_ascii=False) if k in _JSON_ATTRS else v)
-                 for k, v in data.items() if k != "communities"}
-        attrs.update({f"community_{lvl}": cid for lvl, cid in data["communities"].items()})
-        flat.add_node(key, label=data["name"], **attrs)
+        communities = {f"community_{lvl}": cid for lvl, cid in data.pop("communities").items()}
+        flat.add_node(key, label=data["name"], **_scalars(data), **communities)
     for u, v, k, data in g.edges(keys=True, data=True):
-        flat.add_edge(u, v, key=k, **{a: (json.dumps(x, ensure_ascii=False) if a in _JSON_ATTRS else x)
-                                      for a, x in data.items()})
+        flat.add_edge(u, v, key=k, **_scalars(data))
     return flat
+
+
+def _scalars(data: dict) -> dict:
+    return {k: (json.dumps(v, ensure_ascii=False) if k in _JSON_ATTRS else v) for k, v in data.items()}
 
 
 def _plain(data: dict) -> dict:
@@ -158,8 +155,8 @@ def _neo4j(store: IndexStore, folder: Path) -> list[Path]:
     node_header = _NODE_HEADER[:-1] + [f"community_{lvl}" for lvl in levels] + _NODE_HEADER[-1:]
     where = community_levels(store)
     nodes = [[k, d["name"], d["type"], d["mentions"], json.dumps(d["aliases"], ensure_ascii=False),
-              json.dumps(d["provenance"], ensure_ascii=False), d["hid"]]
-             + [where.get(k, {}).get(lvl, "") for lvl in levels] + ["Entity;" + d["type"]]
+              json.dumps(d["provenance"], ensure_ascii=False), d["hid"],
+              *[where.get(k, {}).get(lvl, "") for lvl in levels], "Entity;" + d["type"]]
              for k, d in graph.nodes(data=True)]
     edges = [[u, v, d["label"], d["label"], d["weight"], d["score"], json.dumps(d["provenance"], ensure_ascii=False),
               d["hid"]] for u, v, d in graph.edges(data=True)]

@@ -66,9 +66,9 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
         entities.append({"id": k, "human_readable_id": d["hid"], "title": title[k], "type": d["type"],
                          "description": entity_description(d),
                          "text_unit_ids": units, "frequency": d["mentions"], "degree": degree[k]})
-    relationships, edge_id = [], {}
-    for u, v, key, d in graph.edges(keys=True, data=True):
-        rid = edge_id[(u, v, key)] = f"e{d['hid']}"
+    relationships = []
+    for u, v, d in graph.edges(data=True):
+        rid = f"e{d['hid']}"
         units = list(dict.fromkeys(p[1] for p in d["provenance"]))
         for c in units:
             chunk_edges[c].append(rid)
@@ -81,7 +81,7 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
                    "document_ids": [c.doc_id], "entity_ids": chunk_entities.get(c.id, []),
                    "relationship_ids": chunk_edges.get(c.id, []), "covariate_ids": []}
                   for c in chunks]
-    communities, reports = _communities(store, graph, edge_id, period)
+    communities, reports = _communities(store, graph, period)
     units_of_doc = defaultdict(list)
     for c in chunks:
         units_of_doc[c.doc_id].append(c.id)
@@ -92,7 +92,7 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
             "communities": communities, "community_reports": reports, "documents": documents}
 
 
-def _communities(store, graph, edge_id, period) -> tuple[list[dict], list[dict]]:
+def _communities(store, graph, period) -> tuple[list[dict], list[dict]]:
     coms = store.communities()
     number = {c.id: n for n, c in enumerate(coms)}
     reports = {r.community_id: r for r in store.reports()}
@@ -103,8 +103,8 @@ def _communities(store, graph, edge_id, period) -> tuple[list[dict], list[dict]]
                 "parent": number.get(c.parent, -1), "children": [number[x] for x in c.children],
                 "title": report.title if report else f"Community {n}"}
         units = list(dict.fromkeys(p[1] for k in c.nodes for p in graph.nodes[k]["provenance"]))
-        rows.append({**base, "entity_ids": list(c.nodes), "relationship_ids": [edge_id[tuple(e)] for e in c.edges],
-                     "text_unit_ids": units, "period": period, "size": len(c.nodes)})
+        rows.append({**base, "entity_ids": list(c.nodes), "text_unit_ids": units, "period": period,
+                     "relationship_ids": [f"e{graph.edges[e]['hid']}" for e in c.edges], "size": len(c.nodes)})
         if report:
             report_rows.append({**base, "summary": report.summary, "full_content": report.text(),
                                 "rank": float(report.rating), "rating_explanation": report.rating_explanation,

@@ -48,15 +48,13 @@ def search_result_html(result) -> str:
         "relationships": {r.id: f"{r.head} -{r.label}-> {r.tail}: {r.text}" for r in src.relationships},
     }
 
-    def link_block(m: re.Match) -> str:
-        def link_part(p: re.Match) -> str:
-            kind = _KINDS.get(p.group(1).lower(), "").lower()
-            ids = re.sub(r"\d+", lambda i: (f"<a href='#{prefix}-{kind}-{i.group()}'>{i.group()}</a>"
-                                            if int(i.group()) in items.get(kind, {}) else i.group()), p.group(2))
-            return f"{p.group(1)} ({ids})"
-        return _DATA_PART.sub(link_part, m.group(0))
+    def link_part(p: re.Match) -> str:  # "Kind (1, 2)" of a [Data: ...] block, each known id a link
+        kind = _KINDS.get(p.group(1).lower(), "").lower()
+        ids = re.sub(r"\d+", lambda i: (f"<a href='#{prefix}-{kind}-{i.group()}'>{i.group()}</a>"
+                                        if int(i.group()) in items.get(kind, {}) else i.group()), p.group(2))
+        return f"{p.group(1)} ({ids})"
 
-    answer = _DATA_BLOCK.sub(link_block, html.escape(result.answer, quote=False))
+    answer = _DATA_BLOCK.sub(lambda m: _DATA_PART.sub(link_part, m.group(0)), html.escape(result.answer, quote=False))
     cited = [f"<li id='{prefix}-{kind}-{i}'><b>{kind.capitalize()} {i}</b>: {html.escape(items[kind][i])}</li>"
              for kind, ids in result.citations().items() for i in ids if i in items.get(kind, {})]
     notes = "".join(f"<p><i>note: {html.escape(n)}</i></p>" for n in result.notes)

@@ -12,22 +12,15 @@ from typing import Any, Callable, Sequence
 Count = Callable[[str], int]
 
 
-def cell(value: Any) -> str:
-    """A table cell on one line, without the column separator."""
-    return " ".join(str(value).split()).replace("|", "/")
-
-
 def row(*values: Any) -> str:
-    return "|".join(cell(v) for v in values)
+    """A table row: each cell on one line, with "|" in a value written as "/"."""
+    return "|".join(" ".join(str(v).split()).replace("|", "/") for v in values)
 
 
-def pack_table(
-    title: str, header: str, rows: Sequence[tuple[str, Any]], budget: int, count: Count
-) -> tuple[str, list[Any], int]:
-    """The table of as many rows as fit in `budget` tokens, in order (a row too big is skipped).
-
-    Returns (text, payloads of the rows kept, tokens). An empty table is "" (0 tokens).
-    """
+def pack_table(title: str, header: str, rows: Sequence[tuple[str, Any]], budget: int,
+               count: Count) -> tuple[str, list[Any], int]:
+    """The table of as many rows as fit in `budget` tokens, in order (a row too big is skipped), as
+    (text, payloads of the rows kept, tokens); an empty table is "" (0 tokens)."""
     head = f"-----{title}-----\n{header}"
     used = count(head + "\n")
     if used >= budget:

@@ -71,10 +71,7 @@ def summarize(texts: Sequence[str], llm: LLM, budget: int, max_tokens: int) -> t
     if out.finish_reason == "length" or not text:
         retry = llm.complete(messages, max_tokens=max_tokens + RETRY_EXTRA_TOKENS, temperature=0.0)
         again = retry.text.strip()
-        if again and retry.finish_reason != "length":
-            text = again
-        else:
-            text = _whole_sentences(again or text)
+        text = again if again and retry.finish_reason != "length" else _whole_sentences(again or text)
     if text:
         return text, False
     log.warning("the model wrote no summary for a cluster of %d nodes; storing its opening text instead", len(texts))
@@ -86,18 +83,15 @@ def build_tree(chunks: Sequence[Chunk], chunk_vectors: np.ndarray, llm: LLM, emb
     """The summary nodes (lowest layer first) and their embeddings, one row per node."""
     budget = cluster_budget(llm, config)
     order = {c.id: i for i, c in enumerate(chunks)}
-    # The working layer: ids, texts, token sizes, vectors, and the chunks each id covers.
-    ids = [c.id for c in chunks]
-    texts = [c.text for c in chunks]
-    tokens = [llm.count_tokens(t) for t in texts]
+    # The working layer: at first the chunks, as leaves (layer 0); then each layer's summaries and promoted nodes.
+    current = [TreeNode(c.id, 0, (), (c.id,), c.text, llm.count_tokens(c.text)) for c in chunks]
     vectors = np.asarray(chunk_vectors, dtype=np.float32)
-    covers: dict[str, tuple[str, ...]] = {c.id: (c.id,) for c in chunks}
     nodes: list[TreeNode] = []
     rows: list[np.ndarray] = []
     for layer in range(1, config.max_layers + 1):
-        if len(ids) < 2 or (layer > 1 and len(ids) <= config.stop_nodes):
+        if len(current) < 2 or (layer > 1 and len(current) <= config.stop_nodes):
             break
-        clusters = cluster_layer(vectors, tokens, budget, config)
+        clusters = cluster_layer(vectors, [n.tokens for n in current], budget, config)
         if all(len(c) == 1 for c in clusters):
             break  # nothing grouped: another layer would restate this one
         made: list[TreeNode] = []
@@ -106,11 +100,11 @@ def build_tree(chunks: Sequence[Chunk], chunk_vectors: np.ndarray, llm: LLM, emb
             if len(members) == 1:  # promoted unchanged: no model call
                 up.append(members[0])
                 continue
-            text, fallback = summarize([texts[m] for m in members], llm, budget, config.summary_tokens)
-            covered = sorted({c for m in members for c in covers[ids[m]]}, key=order.__getitem__)
-            node = TreeNode(f"L{layer}.{len(made)}", layer, tuple(ids[m] for m in members), tuple(covered), text,
+            kids = [current[m] for m in members]
+            text, fallback = summarize([k.text for k in kids], llm, budget, config.summary_tokens)
+            covered = sorted({c for k in kids for c in k.chunks}, key=order.__getitem__)
+            node = TreeNode(f"L{layer}.{len(made)}", layer, tuple(k.id for k in kids), tuple(covered), text,
                             llm.count_tokens(text), fallback)
-            covers[node.id] = node.chunks
             made.append(node)
             up.append(node)
         embedded = embedder.embed([n.text for n in made])
@@ -118,10 +112,8 @@ def build_tree(chunks: Sequence[Chunk], chunk_vectors: np.ndarray, llm: LLM, emb
         nodes += made
         row_of = {n.id: embedded[i] for i, n in enumerate(made)}
         log.info("tree layer %d: %d clusters, %d summaries", layer, len(clusters), len(made))
-        ids = [ids[u] if isinstance(u, int) else u.id for u in up]
-        texts = [texts[u] if isinstance(u, int) else u.text for u in up]
-        tokens = [tokens[u] if isinstance(u, int) else u.tokens for u in up]
         vectors = np.asarray([vectors[u] if isinstance(u, int) else row_of[u.id] for u in up], dtype=np.float32)
+        current = [current[u] if isinstance(u, int) else u for u in up]
     matrix = np.concatenate(rows) if rows else np.zeros((0, embedder.dim), dtype=np.float32)
     return nodes, matrix.astype(np.float32)
 
@@ -135,17 +127,14 @@ def tree_stage(store: IndexStore, chunks: Sequence[Chunk], llm: CachedLLM, embed
     nodes, rows = build_tree([by_id[i] for i in chunk_ids], matrix, llm, embedder, config, progress=progress)
     store.save_tree(nodes)
     store.save_vectors("tree", [n.id for n in nodes], rows)
-    layers = Counter(str(n.layer) for n in nodes)
-    note = None
-    if not nodes:
-        note = ("the corpus has a single chunk: the tree has no summaries, and tree search answers from the chunk"
-                if len(chunks) < 2 else "no cluster of two or more chunks formed: the tree has no summaries")
     return {
-        "nodes_per_layer": {"0": len(chunks), **layers},
+        "nodes_per_layer": {"0": len(chunks), **Counter(str(n.layer) for n in nodes)},
         "summary_tokens": sum(n.tokens for n in nodes),
         "fallback_summaries": sum(n.fallback for n in nodes),
         "llm_calls": llm.calls - calls,
         "llm_cached": llm.cache_hits - hits,
         "config": asdict(config),
-        "note": note,
+        "note": None if nodes else (
+            "the corpus has a single chunk: the tree has no summaries, and tree search answers from the chunk"
+            if len(chunks) < 2 else "no cluster of two or more chunks formed: the tree has no summaries"),
     }

@@ -56,18 +56,12 @@ def _mixture(x: np.ndarray, threshold: float, max_clusters: int, seed: int) -> l
     _, mixture = require_libraries()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence warnings on tiny layers change nothing here
-        best, best_bic = None, np.inf
-        for k in range(1, min(max_clusters, len(distinct) - 1) + 1):
-            gm = mixture.GaussianMixture(n_components=k, random_state=seed).fit(distinct)
-            bic = gm.bic(distinct)
-            if bic < best_bic:
-                best, best_bic = gm, bic
+        best = min((mixture.GaussianMixture(n_components=k, random_state=seed).fit(distinct)
+                    for k in range(1, min(max_clusters, len(distinct) - 1) + 1)), key=lambda gm: gm.bic(distinct))
         probs = best.predict_proba(distinct)[inverse]
-    members: dict[int, list[int]] = {}
-    for i, p in enumerate(probs):
-        for c in sorted(set(np.flatnonzero(p > threshold)) | {int(np.argmax(p))}):
-            members.setdefault(int(c), []).append(i)
-    return [members[c] for c in sorted(members)]
+    chosen = probs > threshold
+    chosen[np.arange(len(probs)), probs.argmax(axis=1)] = True  # every row joins its most probable cluster
+    return [np.flatnonzero(column).tolist() for column in chosen.T if column.any()]
 
 
 def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,13 +73,8 @@ def _two_pass(x: np.ndarray, config: TreeConfig) -> list[list[int]]:
     """RAPTOR's global then local clustering (row indices of `x`), on the distinct rows: UMAP
     spreads identical points apart, and copies of one text belong in one cluster."""
     distinct, inverse = _distinct(x)
-    if len(distinct) < len(x):
-        copies: dict[int, list[int]] = {}
-        for i, d in enumerate(inverse):
-            copies.setdefault(int(d), []).append(i)
-        if len(distinct) == 1:
-            return [list(range(len(x)))]
-        return [sorted(i for d in c for i in copies[d]) for c in _two_pass(distinct, config)]
+    if len(distinct) < len(x):  # each cluster of distinct rows, as the rows of x that are copies of them
+        return [np.flatnonzero(np.isin(inverse, c)).tolist() for c in _two_pass(distinct, config)]
     n, dim, seed = len(x), config.reduction_dim, config.seed
     out: list[list[int]] = []
     for members in _mixture(_reduce(x, int((n - 1) ** 0.5), dim, seed), config.threshold, config.max_clusters, seed):

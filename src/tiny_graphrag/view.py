@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import InputError, listing, require
-from .export import _check_target, community_levels, write_atomic
+from .export import _check_target, write_atomic
 from .export_parquet import entity_description
 from .store import IndexStore
 
@@ -45,15 +45,16 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
         chosen = next((c for c in coms if c.id == community), None)
         if chosen is None:
             raise InputError(f"no community '{community}' in {store.path}; its communities at level {level}: "
-                             f"{listing(c.id for c in coms if c.level == level)}")
+                             f"{listing(c.id for c in at_level)}")
         keys = list(chosen.nodes)
     degree = dict(graph.degree())
     kept = sorted(keys, key=lambda k: (-degree[k], k))[:top]
     cut = (f"Showing the {len(kept)} of {len(keys)} entities with the most relations"
            if len(kept) < len(keys) else f"Showing all {len(kept)} entities")
     cut += f" of community {community} (the index has {graph.number_of_nodes()})" if community else ""
-    home = {k: by_level[level] for k, by_level in community_levels(store).items() if level in by_level}
-    number = {c.id: n for n, c in enumerate(sorted(at_level, key=lambda c: -len(c.nodes)))}
+    home = {k: c.id for c in at_level for k in c.nodes}
+    ranked = sorted(at_level, key=lambda c: -len(c.nodes))  # the largest communities get the first colours
+    number = {c.id: n for n, c in enumerate(ranked)}
     docs = {d.id: d for d in store.documents()}
     nodes = []
     for k in kept:
@@ -73,10 +74,10 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
     edges = [{"from": graph.nodes[u]["hid"], "to": graph.nodes[v]["hid"], "label": d["label"],
               "value": d["weight"]} for u, v, d in graph.edges(data=True) if u in shown and v in shown]
     reports = {r.community_id: r for r in store.reports()}
-    communities = [{"id": c.id, "size": len(c.nodes), "color": _PALETTE[number[c.id] % len(_PALETTE)],
-                    "title": reports[c.id].title if c.id in reports else f"Community {number[c.id]}",
+    communities = [{"id": c.id, "size": len(c.nodes), "color": _PALETTE[n % len(_PALETTE)],
+                    "title": reports[c.id].title if c.id in reports else f"Community {n}",
                     "report": reports[c.id].text() if c.id in reports else "(no report for this community)"}
-                   for c in sorted(at_level, key=lambda c: number[c.id])]
+                   for n, c in enumerate(ranked)]
     return {"index": str(store.path), "level": level, "levels": levels, "cut": cut, "nodes": nodes,
             "edges": edges, "communities": communities}
 

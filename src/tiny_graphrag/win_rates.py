@@ -33,8 +33,7 @@ class Verdict:
 
     @property
     def score(self) -> float:
-        """A's share of this pair: 1 a win, 0.5 a tie, 0 a loss, averaged over the usable orders
-        (an order flip thus counts as a tie; both unusable counts as a tie)."""
+        """A's share of this pair (see the module docstring); both orders unusable count as a tie."""
         points = [{"a": 1.0, "tie": 0.5, "b": 0.0}[w] for w in (self.a_first, self.b_first) if w is not None]
         return sum(points) / len(points) if points else 0.5
 
@@ -82,13 +81,12 @@ def win_rates(verdicts: Sequence[Verdict], *, resamples: int = 2000, seed: int =
         # "all": a question's score is its mean over criteria, so each question weighs the same.
         win = float(np.mean([scores[group == g].mean() for g in range(len(qids))]))
         low, high = _bootstrap(scores, group, len(qids), resamples, seed)
-        judged = [(k, v) for k, v in enumerate(vs) if v.agree is not None]
+        judged = [k for k, v in enumerate(vs) if v.agree is not None]
         agreement = agreement_low = agreement_high = None
         if judged:
-            agree = np.array([float(v.agree) for _, v in judged])
+            agree = np.array([float(vs[k].agree) for k in judged])
             agreement = float(agree.mean())
-            agreement_low, agreement_high = _bootstrap(agree, group[[k for k, _ in judged]], len(qids),
-                                                       resamples, seed)
+            agreement_low, agreement_high = _bootstrap(agree, group[judged], len(qids), resamples, seed)
         picks = [w for v in vs for w in (v.a_first, v.b_first)]
         firsts = [w == first for v in vs for w, first in ((v.a_first, "a"), (v.b_first, "b")) if w in ("a", "b")]
         out.append(WinRate(name, len(qids), win, low, high, agreement, agreement_low, agreement_high,
