@@ -569,3 +569,53 @@ def test_report_text_leaves_out_strings_another_one_already_holds():
 def test_report_text_of_an_empty_string_leaves_no_blank_heading():
     r = _text_report("", ("", "Only an explanation."))
     assert r.text() == "# Obama's community\n\nOnly an explanation."
+
+
+# -- grounded findings: the model chooses Sources rows, the report quotes them --------------------
+
+
+def test_a_context_with_sources_asks_for_grounded_findings():
+    schema = report_schema(300, sources=[7, 3, 7])
+    item = schema["properties"]["findings"]["items"]
+    assert list(item["properties"]) == ["source", "summary"]  # the row first, then its one-line summary
+    assert item["properties"]["source"] == {"enum": [3, 7]} and item["required"] == ["source", "summary"]
+    assert schema["properties"]["findings"]["maxItems"] == 2  # no more findings than rows to choose from
+    assert report_schema(300)["properties"]["findings"]["items"]["properties"].keys() == {"explanation", "summary"}
+    user = report_messages("DATA", grounded=True)[-1]["content"]
+    assert "the id of the Sources row that states it" in user and "an explanation grounded" not in user
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Obama was born in Hawaii. He studied law.", "Obama was born in Hawaii. He studied law."),
+    ("...senator from Illinois. Obama was born in Hawaii. He left for...", "Obama was born in Hawaii."),
+    ("...only a fragment here...", "only a fragment here"),
+    ("Obama was born in Hawaii. He left for... ...the next span.", "Obama was born in Hawaii."),
+    ("Obama was born\n\nin Hawaii.", "Obama was born in Hawaii."),
+    ("...cut. " + "word " * 100 + "end.", ("word " * 100)[:320].rsplit(" ", 1)[0] + "…"),
+])
+def test_a_finding_quotes_whole_sentences_of_its_row(text, expected):
+    from tiny_graphrag.reports import quote
+
+    assert quote(text) == expected.strip()
+
+
+def test_grounded_findings_quote_the_rows_the_model_chose(graph_and_communities):
+    """The explanation of a grounded finding is its row's own words, cited; a row chosen twice
+    counts once, and a row the context did not hold (a backend ignoring the schema) is dropped."""
+    from tiny_graphrag.reports import generate_report, quote
+
+    g, sources, comms = graph_and_communities
+    leaf = next(c for c in comms if c.level == max(x.level for x in comms) and c.edges)
+    context = build_report_context(leaf, g, sources, lambda t: len(t.split()), 2000)
+    assert context.sources
+    sid, shown = context.sources[0]
+
+    def respond(messages, schema, max_tokens):
+        assert schema["properties"]["findings"]["items"]["properties"]["source"]["enum"] == sorted(context.source_ids)
+        return {"findings": [{"source": sid, "summary": "Node ties"}, {"source": sid, "summary": "again"},
+                             {"source": 123456, "summary": "not shown"}],
+                "rating": 3, "rating_explanation": "Some.", "summary": "A summary.", "title": "Nodes"}
+
+    report = generate_report(leaf, context, FakeLLM(respond, n_ctx=4000), max_report_tokens=300)
+    assert report.findings == (Finding("Node ties", f"{quote(shown)} [Data: Sources ({sid})]"),)
+    assert quote(shown) in shown.replace("...", " ") or quote(shown).rstrip("…") in shown

@@ -53,8 +53,12 @@ class ReportContext:
     n_tokens: int  # the whole prompt (system + user message contents), as counted by the LLM
     entities: tuple[tuple[int, str, str], ...] = ()  # (id, name, type) of each Entities row
     relationships: tuple[tuple[int, str, str, str], ...] = ()  # (id, source, target, relation)
-    source_ids: tuple[int, ...] = ()
+    sources: tuple[tuple[int, str], ...] = ()  # (id, the text shown) of each Sources row
     sub_report_ids: tuple[str, ...] = ()  # community ids whose reports stand in for their elements
+
+    @property
+    def source_ids(self) -> tuple[int, ...]:
+        return tuple(s[0] for s in self.sources)
 
     @property
     def entity_ids(self) -> tuple[int, ...]:
@@ -197,7 +201,8 @@ class _Builder:
             ("Reports", "title|summary", reports),
             ("Entities", "id|entity|type|mentions", list(entities.values())),
             ("Relationships", "id|source|target|relation|weight", edges),
-            ("Sources", "id|text", [(row(sid, self._snippet(sid, s)), sid) for sid, s in spans.items()]),
+            ("Sources", "id|text", [(row(sid, text), (sid, text))
+                                    for sid, text in ((sid, self._snippet(sid, s)) for sid, s in spans.items())]),
         ]
 
     def render(self, units: Sequence[Unit], budget: int) -> ReportContext | None:
@@ -223,7 +228,7 @@ class _Builder:
             n_tokens=n,
             entities=tuple(kept.get("Entities", ())),
             relationships=tuple(kept.get("Relationships", ())),
-            source_ids=tuple(kept.get("Sources", ())),
+            sources=tuple(kept.get("Sources", ())),
             sub_report_ids=tuple(kept.get("Reports", ())),
         )
 

@@ -58,7 +58,8 @@ def _clean(value: Any) -> str | None:
 
 
 def validate_report(data: Any) -> dict | None:
-    """A report dict in REPORT_SCHEMA's shape (rating clamped to 0..10), or None if invalid."""
+    """A report dict in REPORT_SCHEMA's shape (rating clamped to 0..10), or None if invalid. A
+    finding holds an explanation, or (grounded, report_schema's `sources`) the id of its source."""
     if not isinstance(data, dict):
         return None
     title, summary = _clean(data.get("title")), _clean(data.get("summary"))
@@ -73,8 +74,12 @@ def validate_report(data: Any) -> dict | None:
         return None
     findings = []
     for f in findings_in[:5]:
-        if isinstance(f, dict) and _clean(f.get("summary")) and _clean(f.get("explanation")):
+        if not isinstance(f, dict) or not _clean(f.get("summary")):
+            continue
+        if _clean(f.get("explanation")):
             findings.append({"summary": _clean(f["summary"]), "explanation": _clean(f["explanation"])})
+        elif isinstance(f.get("source"), int) and not isinstance(f["source"], bool):  # a grounded finding
+            findings.append({"summary": _clean(f["summary"]), "source": f["source"]})
     if not findings:
         return None
     return {
@@ -136,6 +141,6 @@ def trim_to_bounds(data: dict, schema: dict) -> dict:
         "title": trim(data["title"], props["title"]),
         "summary": trim(data["summary"], props["summary"]),
         "rating_explanation": trim(data["rating_explanation"], props["rating_explanation"]),
-        "findings": [{"summary": trim(f["summary"], finding["summary"]),
-                      "explanation": trim(f["explanation"], finding["explanation"])} for f in data["findings"]],
+        "findings": [{k: trim(v, finding[k]) if isinstance(v, str) and k in finding else v for k, v in f.items()}
+                     for f in data["findings"]],
     }

@@ -41,7 +41,7 @@ REPORT_SCHEMA: dict[str, Any] = {
 }
 
 
-def report_schema(max_report_tokens: int = 800) -> dict[str, Any]:
+def report_schema(max_report_tokens: int = 800, sources: Sequence[int] = ()) -> dict[str, Any]:
     """REPORT_SCHEMA with string and list bounds scaled to the output budget.
 
     A small model fills most strings up to their maxLength, so the bounds decide how long (and
@@ -49,6 +49,12 @@ def report_schema(max_report_tokens: int = 800) -> dict[str, Any]:
     (report_json.end_at_boundary). Longer bounds at small budgets (room for a whole sentence
     each) gave longer, less grounded reports (bench/RESULTS.md). At 800 tokens this is
     REPORT_SCHEMA itself.
+
+    With `sources` (the ids of the context's Sources rows) a finding is grounded: the model
+    chooses the row that states it (`source`, one of these ids) and writes its one-line summary;
+    the report quotes that row's text as the explanation (reports.py). The 0.5B model's own
+    explanations were mostly invented ("Chicago is a religious organization"), and global search
+    passed them on as facts; chosen rows are the data's own words.
     """
     f = min(1.0, max_report_tokens / 800)
     schema = copy.deepcopy(REPORT_SCHEMA)
@@ -58,6 +64,11 @@ def report_schema(max_report_tokens: int = 800) -> dict[str, Any]:
                         (finding["summary"], 40), (finding["explanation"], 100)):
         spec["maxLength"] = max(floor, int(spec["maxLength"] * f))
     props["findings"]["maxItems"] = max(1, min(5, round(5 * f)))
+    if sources:
+        props["findings"]["items"]["properties"] = {"source": {"enum": sorted(set(sources))},
+                                                    "summary": finding["summary"]}
+        props["findings"]["items"]["required"] = ["source", "summary"]
+        props["findings"]["maxItems"] = min(props["findings"]["maxItems"], len(set(sources)))
     return schema
 
 
@@ -79,13 +90,21 @@ End each explanation with its evidence as [Data: Entities (ids); Relationships (
 {context}
 """
 
+# The findings of a context with Sources rows (report_schema's `sources`): chosen rows, not prose.
+GROUNDED_FINDINGS = (
+    "- findings: 1 to 5 key facts about the community, each the id of the Sources row that states it "
+    "(source) and a one-line summary of that fact"
+)
+_FREE_FINDINGS = "- findings: 1 to 5 key insights, each with a one-line summary and an explanation grounded in the data"
 
-def report_messages(context_text: str) -> list[dict]:
-    """The chat messages of one report request."""
-    return [
-        {"role": "system", "content": REPORT_SYSTEM_PROMPT},
-        {"role": "user", "content": REPORT_USER_PROMPT.replace("{context}", context_text)},
-    ]
+
+def report_messages(context_text: str, grounded: bool = False) -> list[dict]:
+    """The chat messages of one report request; `grounded`: findings are chosen Sources rows."""
+    user = REPORT_USER_PROMPT.replace("{context}", context_text)
+    if grounded:
+        user = user.replace(_FREE_FINDINGS, GROUNDED_FINDINGS).replace("End each explanation with its evidence",
+                                                                      "End the summary with its evidence")
+    return [{"role": "system", "content": REPORT_SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 def prompt_tokens(messages: Sequence[Mapping[str, Any]], count_tokens: Callable[[str], int]) -> int:

@@ -14,6 +14,7 @@ from dataclasses import replace
 import networkx as nx
 from tqdm.auto import tqdm
 
+from .chunking import split_sentences
 from .citations import filter_citations, strip_citations
 from .llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, ContextWindowError
 from .records import Community, Finding, Report
@@ -26,12 +27,45 @@ log = logging.getLogger(__name__)
 FALLBACK_EXPLANATION = "not rated: the model did not produce a valid report for this community"
 
 
+QUOTE_CHARS = 320  # a grounded finding quotes at most about two sentences of its source row
+
+
+def quote(text: str, limit: int = QUOTE_CHARS) -> str:
+    """Whole sentences of a Sources row (a snippet around relationships, "..." where it was cut),
+    up to `limit` characters, without a cut sentence at either end when a whole one remains; a
+    longer first sentence is cut at a word with "…"."""
+    spans = text.split("... ...")  # a row that quotes several spans: the first, on one line
+    text = " ".join(spans[0].split())
+    cut_start, cut_end = text.startswith("..."), text.endswith("...") or len(spans) > 1
+    text = text.removeprefix("...").removesuffix("...").strip()
+    sentences = split_sentences(text)
+    if cut_start and len(sentences) > 1:
+        sentences = sentences[1:]
+    if cut_end and len(sentences) > 1:
+        sentences = sentences[:-1]
+    if not sentences:
+        return text
+    start = sentences[0][0]
+    kept = [e for _, e in sentences if e - start <= limit]
+    if kept:
+        return text[start : kept[-1]]
+    return text[start : start + limit].rsplit(" ", 1)[0] + "…"
+
+
 def _to_report(community: Community, data: dict, context: ReportContext) -> Report:
     citable = context.citable()
+    shown = dict(context.sources)
 
     def cite(text: str) -> str:
         return filter_citations(text, citable)
 
+    findings, quoted = [], set()
+    for f in data["findings"]:
+        if "explanation" in f:
+            findings.append(Finding(cite(f["summary"]), cite(f["explanation"])))
+        elif f["source"] in shown and f["source"] not in quoted:  # a small model picks one row twice
+            quoted.add(f["source"])
+            findings.append(Finding(cite(f["summary"]), f"{quote(shown[f['source']])} [Data: Sources ({f['source']})]"))
     return Report(
         community_id=community.id,
         level=community.level,
@@ -39,7 +73,7 @@ def _to_report(community: Community, data: dict, context: ReportContext) -> Repo
         summary=cite(data["summary"]),
         rating=data["rating"],
         rating_explanation=cite(data["rating_explanation"]),
-        findings=tuple(Finding(cite(f["summary"]), cite(f["explanation"])) for f in data["findings"]),
+        findings=tuple(findings),
     )
 
 
@@ -79,8 +113,8 @@ def generate_report(
     max_report_tokens: int = 800,
 ) -> Report:
     """One report from its context: constrained generation, one retry if cut off, then repair."""
-    messages = report_messages(context.text)
-    schema = report_schema(max_report_tokens)
+    messages = report_messages(context.text, grounded=bool(context.sources))
+    schema = report_schema(max_report_tokens, context.source_ids)
     out = llm.complete(messages, schema=schema, max_tokens=max_report_tokens, temperature=0.0)
     if out.finish_reason == "length":
         bigger = min(2 * max_report_tokens, llm.n_ctx - out.prompt_tokens)
