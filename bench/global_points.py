@@ -71,8 +71,8 @@ def ask(index: Path, questions, llm_path: Path, cache: Path) -> list[dict]:
                     "points_in_reduce": d.get("points_in_reduce"),
                     "map_calls": d.get("map_chunks"),
                     "seconds": round(time.perf_counter() - t0, 1),
-                    "point_scores": [{k: p.get(k) for k in ("model_score", "score", "source_report", "cited",
-                                                             "report_similarity", "relevance")}
+                    "point_scores": [{k: p.get(k) for k in ("model_score", "score", "source_report", "similarity",
+                                                             "relevance")}
                                      | {"description": p["description"][:160]} for p in d.get("points", [])],
                 }
                 log.info("%s | %s: %s", q, name, r.answer[:200])

@@ -90,6 +90,7 @@ class FakeBackend:
         self.seed = seed
         self.fingerprint = f"fake:{name}"
         self.requests: list[dict[str, Any]] = []  # every real call, for assertions
+        self.grammars: list[str | None] = []  # the GBNF grammar of every call (None: unconstrained)
         self._run = run or self.answer  # FakeLLM routes calls through its overridable `_complete`
 
     def count_tokens(self, text: str) -> int:
@@ -98,12 +99,14 @@ class FakeBackend:
     def prompt_tokens(self, messages: list[dict]) -> int:
         return sum(self.count_tokens(m.get("content") or "") for m in messages)
 
-    def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
-                 temperature: float = 0.0) -> Completion:
+    def complete(self, messages: list[dict], *, schema: dict | None = None, grammar: str | None = None,
+                 max_tokens: int = 512, temperature: float = 0.0) -> Completion:
+        self.grammars.append(grammar)  # the constraint is not applied: the answers are scripted
         return self._run(messages, schema, max_tokens, temperature)
 
-    def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
-        result = self.complete(messages, max_tokens=max_tokens, temperature=temperature)
+    def stream(self, messages: list[dict], *, grammar: str | None = None, max_tokens: int = 512,
+               temperature: float = 0.0) -> Iterator[str]:
+        result = self.complete(messages, grammar=grammar, max_tokens=max_tokens, temperature=temperature)
         yield from re.findall(r"\S+\s*", result.text)
         return result
 

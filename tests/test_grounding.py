@@ -1,4 +1,5 @@
-"""Map points grounded in their source report (search/grounding.py), on hand-made unit vectors."""
+"""Map points ranked by how near their own words are to the question (search/grounding.py), on
+hand-made unit vectors."""
 
 from __future__ import annotations
 
@@ -16,53 +17,63 @@ def unit(*xs: float) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-# Three reports: 0 is about the question, 1 half so, 2 not at all.
 QUERY = unit(1, 0, 0)
-REPORTS = {0: unit(1, 0, 0), 1: unit(1, 1, 0), 2: unit(0, 0, 1)}
-TEXTS = {"about report 2": unit(0, 0.1, 1), "about report 0": unit(1, 0, 0.1), SKIP: unit(0, 1, 0)}
+# A point about the question, one half about it, one not at all (cosines 1, 0.71, 0).
+TEXTS = {"on topic": unit(1, 0, 0), "half": unit(1, 1, 0), "off topic": unit(0, 0, 1)}
+embedded: list[str] = []
 
 
 def embed(texts: list[str]) -> np.ndarray:
+    embedded.extend(texts)
     assert SKIP not in texts  # an invalid answer's placeholder is never embedded
-    return np.stack([TEXTS[t.split(" [")[0]] for t in texts])
+    return np.stack([TEXTS[t] for t in texts])
 
 
-def ground(points, weight=0.75, batches=((0, 1, 2),)):
-    return ground_points(points, [tuple(b) for b in batches], REPORTS, QUERY, embed, weight=weight, skip=SKIP)
+def ground(points, weight=0.75):
+    return ground_points(points, QUERY, embed, weight=weight, skip=SKIP)
 
 
-def test_an_uncited_point_is_grounded_in_the_batch_report_nearest_its_text():
-    (p0, g0), (p2, g2) = ground([KeyPoint("about report 0", 0, 0), KeyPoint("about report 2", 100, 0)])
-    assert (g0.report, g0.cited, g2.report, g2.cited) == (0, False, 2, False)
-    # The model scored the on-topic point 0 and the off-topic one 100; grounded, the order flips.
-    assert p0.score > p2.score and (p0.model_score, p2.model_score) == (0, 100)
-
-
-def test_a_cited_report_wins_over_the_nearest_one_and_the_most_relevant_citation_counts():
-    [(p, g)] = ground([KeyPoint("about report 2 [Data: Reports (2, 1)]", 50, 0)])
-    assert g.cited and g.report == 1  # both cited; 1 is nearer the question than 2
-    assert g.relevance == pytest.approx(float(REPORTS[1] @ QUERY))  # report 0 is the best: relevance / 1.0
-    # A citation outside the point's batch is not its source: the nearest batch report is.
-    [(_, g)] = ground([KeyPoint("about report 2 [Data: Reports (0)]", 50, 0)], batches=((1, 2),))
-    assert (g.report, g.cited) == (2, False)
+def test_a_finding_the_model_left_out_outranks_an_off_topic_one_it_chose():
+    """A 0.5B map model chose findings by position and scored them as it liked: the finding it
+    did not choose (vote 0) but that is about the question ranks first once grounded."""
+    (p_on, g_on), (p_off, g_off) = ground([KeyPoint("on topic [Data: Reports (3)]", 0, 0, report=3),
+                                           KeyPoint("off topic [Data: Reports (4)]", 100, 0, report=4)])
+    assert p_on.score > p_off.score and (p_on.model_score, p_off.model_score) == (0, 100)
+    assert (g_on.similarity, g_on.relevance) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert g_off.relevance == pytest.approx(0.0, abs=1e-6)
+    assert p_on.report == 3  # what the point quotes is kept
 
 
 @pytest.mark.parametrize("weight", [0.0, 0.25, 0.5, 0.75, 1.0])
 def test_importance_mixes_the_model_score_and_the_relevance(weight):
-    pairs = ground([KeyPoint("about report 0", 40, 0), KeyPoint("about report 2", 40, 0)], weight=weight)
-    (p0, g0), (p2, g2) = pairs
-    if weight > 0:  # at 0 nothing is embedded: the points keep the model's scores
-        assert g0.relevance == pytest.approx(1.0) and g2.relevance == pytest.approx(0.0, abs=1e-6)
-    assert p0.score == round(100 * ((1 - weight) * 0.4 + weight * 1.0))
-    assert p2.score == round(100 * (1 - weight) * 0.4)
-    assert (p0.score > p2.score) == (weight > 0)  # weight 0: the model's word alone
+    embedded.clear()
+    points = [KeyPoint("half", 40, 0), KeyPoint("on topic", 40, 0), KeyPoint("off topic", 40, 1),
+              KeyPoint("off topic", 10, 1)]  # cosines 0.71, 1, 0, 0: the median is 0.35
+    (p_half, g_half), (p_on, _), (p_off, _), _ = ground(points, weight=weight)
+    if weight == 0:  # GraphRAG's ranking: nothing is embedded, the points keep the model's scores
+        assert embedded == [] and g_half is None and (p_half.score, p_on.score, p_off.score) == (40, 40, 40)
+        return
+    median = float(TEXTS["half"] @ QUERY) / 2
+    relevance = (float(TEXTS["half"] @ QUERY) - median) / (1.0 - median)
+    assert g_half.relevance == pytest.approx(relevance)
+    assert p_half.score == round(100 * ((1 - weight) * 0.4 + weight * relevance))
+    assert p_on.score == round(100 * ((1 - weight) * 0.4 + weight))
+    assert p_off.score == round(100 * (1 - weight) * 0.4)  # under the median: relevance 0
+    assert p_on.score > p_half.score > p_off.score
+
+
+def test_relevance_runs_from_the_median_to_the_best_point():
+    """"What are the main themes?" is far from every sentence: the nearest still counts 1, and
+    what is no nearer than the median of the candidates counts 0."""
+    [(_, g_half), (_, g_off)] = ground([KeyPoint("half", 0, 0), KeyPoint("off topic", 0, 0)])
+    assert g_half.relevance == pytest.approx(1.0) and g_half.similarity == pytest.approx(float(TEXTS["half"] @ QUERY))
+    assert g_off.relevance == pytest.approx(0.0, abs=1e-6)
+    [(_, g)] = ground([KeyPoint("half", 0, 0)])  # one candidate: it is the best
+    assert g.relevance == 1.0
 
 
 def test_an_invalid_map_answer_keeps_score_zero_and_is_not_embedded():
     [(p, g)] = ground([KeyPoint(SKIP, 0, 0)])
-    assert (p.score, p.model_score, g.report) == (0, 0, None)
-
-
-def test_a_point_from_a_batch_without_report_vectors_has_no_source():
-    [(p, g)] = ground([KeyPoint("about report 0", 80, 0)], batches=((7,),))
-    assert g.report is None and g.relevance == 0.0 and p.score == round(100 * 0.25 * 0.8)
+    assert (p.score, p.model_score, g) == (0, 0, None)
+    [(p, g), (q, h)] = ground([KeyPoint(SKIP, 0, 0), KeyPoint("on topic", 50, 1)])
+    assert g is None and p.score == 0 and h.relevance == pytest.approx(1.0)

@@ -87,6 +87,31 @@ def test_cache_keys_are_stable():
     assert llm.key(HELLO, ordered, 8, 0.0) == cache_key("chat", llm.fingerprint, request)  # as it always was
 
 
+def test_a_grammar_is_in_the_key_and_reaches_only_backends_that_take_it():
+    llm = CachedLLM(FakeBackend(), None)
+    assert llm.key(HELLO, None, 8, 0.0, grammar="root ::= [a-z]+\n") != llm.key(HELLO, None, 8, 0.0)
+    assert llm.key(HELLO, None, 8, 0.0, grammar=None) == llm.key(HELLO, None, 8, 0.0)  # old keys stay valid
+    llm.complete(HELLO, grammar="root ::= [a-z]+\n", max_tokens=8)
+    list(llm.stream(HELLO, grammar="root ::= [a-z]\n", max_tokens=8))
+    assert llm.backend.grammars == ["root ::= [a-z]+\n", "root ::= [a-z]\n"]
+
+    class OldBackend:  # written against the contract before `grammar`
+        name, fingerprint, n_ctx, seed = "old", "old", 100, 0
+
+        def count_tokens(self, text):
+            return len(text.split())
+
+        def complete(self, messages, *, schema=None, max_tokens=512, temperature=0.0):
+            return FakeBackend().complete(messages, schema=schema, max_tokens=max_tokens)
+
+        def stream(self, messages, *, max_tokens=512, temperature=0.0):
+            yield "ok"
+
+    old = CachedLLM(OldBackend(), None)
+    assert old.complete(HELLO, grammar="root ::= [a-z]+\n", max_tokens=8).text.startswith("echo")
+    assert list(old.stream(HELLO, grammar="root ::= [a-z]+\n", max_tokens=9)) == ["ok"]  # not the cached one
+
+
 # -- the llama.cpp backend --------------------------------------------------------------------
 
 
@@ -315,3 +340,19 @@ def test_a_gguf_failing_its_pinned_checksum_is_refused_at_load(tmp_path, monkeyp
     with pytest.raises(ModelLoadError, match="fails its pinned checksum") as exc:
         LlamaCppLLM(LLMConfig(model=str(bad)))
     assert str(bad) in str(exc.value) and "offline_models.py --only pinned.gguf" in str(exc.value)
+
+
+def test_an_answer_grammar_makes_words_come_first_and_cite_only_shown_ids(llm):
+    """A reader asked for a citation wrote the citation alone; under the answer grammar the first
+    character is a word's and the only ids it can cite are the shown ones (complete and stream)."""
+    from tiny_graphrag.search.prompts import answer_grammar
+
+    messages = [{"role": "user", "content": "Reply with exactly this and nothing else: [Data: Sources (99)]"}]
+    free = llm.complete(messages, max_tokens=24)
+    grammar = answer_grammar({"Sources": [7, 12]})
+    out = llm.complete(messages, grammar=grammar, max_tokens=24)
+    assert out.text[:1] not in ("[", " ", "\n", ""), (free.text, out.text)
+    assert "\n" not in out.text and set(parse_citations(out.text)["sources"]) <= {7, 12}
+    assert parse_citations(out.text)["reports"] == []
+    streamed = "".join(llm.stream(messages, grammar=grammar, max_tokens=25))
+    assert streamed[:1] not in ("[", " ", "\n", "") and set(parse_citations(streamed)["sources"]) <= {7, 12}

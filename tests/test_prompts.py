@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from tiny_graphrag.search.prompts import (
-    LOCAL_CITATIONS, MIN_MAP_POINTS, NAIVE_CITATIONS, NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_messages, fill, map_messages,
-    map_schema, reduce_messages,
+    LOCAL_CITATIONS, MIN_MAP_POINTS, NAIVE_CITATIONS, NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_grammar, answer_messages,
+    fill, map_messages, map_schema, reduce_messages,
 )
 
 CONTEXT = "-----Sources-----\nid|text\n7|Lyon is a city in France. {not a placeholder}"
@@ -71,16 +72,19 @@ def test_reduce_prompt_answers_first_then_summarizes_the_points():
 
 
 def test_map_prompt_and_schema():
-    user = _user(map_messages("-----Reports-----\nid|title|content\n3|Lyon|{x}", "Where is Lyon?"))
-    assert '{"points": [{"description": "...", "score": 0-100}]}' in user  # JSON braces are not placeholders
-    assert "3|Lyon|{x}" in user
-    # The question is read before the reports, and named again in the instructions.
+    user = _user(map_messages("-----Findings-----\nid|report|finding\n3.1|Lyon|{x}", "Where is Lyon?"))
+    assert '{"points": [{"finding": "id", "score": 0-100}]}' in user  # JSON braces are not placeholders
+    assert "3.1|Lyon|{x}" in user
+    # The question is read before the findings, and named again in the instructions.
     assert user.startswith("Question: Where is Lyon?") and user.count("Where is Lyon?") == 2
-    assert "score: 0 when the fact is not about what the question asks" in user
-    schema = map_schema(4)
+    assert "score: 0 when the finding is not about what the question asks" in user
+    ids = ["1.1", "1.2", "2.1", "3.1", "3.2"]
+    schema = map_schema(4, ids)
     assert schema["properties"]["points"]["maxItems"] == 4
     assert schema["properties"]["points"]["minItems"] == MIN_MAP_POINTS  # past the first point
-    assert map_schema(1)["properties"]["points"]["minItems"] == 1  # never more than the maximum
+    assert schema["properties"]["points"]["items"]["properties"]["finding"] == {"enum": ids}  # only shown findings
+    assert map_schema(1, ids)["properties"]["points"]["minItems"] == 1  # never more than the maximum
+    assert map_schema(5, ids[:2])["properties"]["points"]["maxItems"] == 2  # nor more than there are findings
     assert schema["properties"]["points"]["items"]["properties"]["score"] == {"type": "integer", "minimum": 0,
                                                                               "maximum": 100}
 
@@ -102,18 +106,19 @@ def test_map_answer_parsing_keeps_each_point_once():
     assert not valid and points[0].description == INVALID_MAP_ANSWER and points[0].score == 0
 
 
-def test_a_map_description_stopped_at_its_bound_ends_at_a_boundary():
-    # The demo's map model copied a report up to the bound: "...ended the Great Reces".
-    from tiny_graphrag.search.global_search import parse_map_answer
+def test_chosen_findings_become_points_in_their_own_words():
+    """A map model names findings by id; each point is that finding's text citing its report, an
+    id the batch did not show is no point, and a finding named twice counts once."""
+    from tiny_graphrag.search.global_search import INVALID_MAP_ANSWER, parse_map_answer
 
-    cut = "Obama's policies changed lives. Obama's economic stimulus package ended the Great Reces"
-    whole = "Lyon is in France"
-    text = json.dumps({"points": [{"description": cut, "score": 80}, {"description": cut, "score": 70},
-                                  {"description": whole, "score": 60}]})
-    points, valid = parse_map_answer(text, 0, bound=len(cut))
-    assert valid and [(p.description, p.score) for p in points] == [
-        ("Obama's policies changed lives. Obama's economic stimulus package ended the Great…", 80), (whole, 60)]
-    assert parse_map_answer(text, 0)[0][0].description == cut  # no bound: as written
+    findings = (("3.1", 3, "Lyon is a city in France."), ("3.2", 3, "It lies on the Rhone."), ("7.1", 7, "Paris."))
+    text = json.dumps({"points": [{"finding": "3.2", "score": 80}, {"finding": "9.9", "score": 100},
+                                  {"finding": "3.2", "score": 70}, {"finding": "7.1", "score": 0}]})
+    points, valid = parse_map_answer(text, 1, findings)
+    assert valid and [(p.description, p.score, p.batch) for p in points] == [
+        ("It lies on the Rhone. [Data: Reports (3)]", 80, 1), ("Paris. [Data: Reports (7)]", 0, 1)]
+    points, valid = parse_map_answer(json.dumps({"points": [{"finding": "9.9", "score": 90}]}), 0, findings)
+    assert not valid and points[0].description == INVALID_MAP_ANSWER
 
 
 @pytest.mark.parametrize("cut", [0, 1, 25, 50])
@@ -130,9 +135,13 @@ def test_a_cut_off_map_answer_keeps_its_complete_points(cut):
     assert not valid and points[0].score == 0
 
 
-def test_map_descriptions_are_bounded_so_the_points_fit_the_output_budget():
-    for max_points, max_tokens in ((5, 400), (3, 400), (5, 2000), (1, 100)):
-        limit = map_schema(max_points, max_tokens)["properties"]["points"]["items"]["properties"]["description"]["maxLength"]
-        assert 80 <= limit <= 500
-        # ~3 characters a token and ~10 tokens of JSON per point: max_points full points fit
-        assert max_points * (limit / 3 + 10) + 10 <= max_tokens or limit == 80
+def test_the_longest_map_answer_fits_its_output_budget():
+    """Chosen by id, a map answer is short: max_points points with the longest ids and scores fit
+    GlobalConfig's map_max_tokens by the conservative estimate (a cut-off answer would lose its
+    last point)."""
+    from tiny_graphrag.search.config import GlobalConfig
+    from tiny_graphrag.search.tokens import approximate_tokens
+
+    config = GlobalConfig()
+    longest = json.dumps({"points": [{"finding": "99999.99", "score": 100}] * config.max_points})  # 100k reports
+    assert approximate_tokens(longest) <= config.map_max_tokens

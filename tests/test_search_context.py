@@ -72,7 +72,7 @@ def test_pack_table_never_exceeds_budget(count, budget):
 @pytest.mark.parametrize("shares", [(0.5, 0.15), (0.3, 0.3), (0.8, 0.0)])
 def test_local_context_respects_budget_and_shares(small_graph, count, budget, shares):
     graph, chunks = small_graph
-    cfg = LocalConfig(text_share=shares[0], community_share=shares[1])
+    cfg = LocalConfig(text_share=shares[0], community_share=shares[1], entity_table=True)
     reports = [(i, _report(i)) for i in range(6)]
     keys = [normalize_name(n) for n in ENTITIES]
     edges = [(normalize_name(h), normalize_name(t), label) for h, t, label, _ in RELATIONS]
@@ -94,7 +94,8 @@ def test_local_context_respects_budget_and_shares(small_graph, count, budget, sh
 def test_local_shares_validation():
     with pytest.raises(ValueError):
         LocalConfig(text_share=0.9, community_share=0.2)
-    assert local_budgets(1000, LocalConfig()) == {"reports": 150, "graph": 350, "text": 500}
+    assert local_budgets(1000, LocalConfig(community_share=0.15)) == {"reports": 150, "graph": 350, "text": 500}
+    assert local_budgets(1000, LocalConfig()) == {"reports": 0, "graph": 500, "text": 500}  # no reports by default
 
 
 @pytest.mark.parametrize("count", COUNTERS)
@@ -198,7 +199,7 @@ def test_local_context_without_the_entity_table(small_graph, count):
     sid_of = {c.id: i + 1 for i, c in enumerate(chunks)}
     common = dict(graph=graph, entities=keys, relationships=edges, reports=[], chunks=chunks, sid_of=sid_of,
                   budget=2000, count=count)
-    shown = build_local_context(**common, config=LocalConfig())
+    shown = build_local_context(**common, config=LocalConfig(entity_table=True))
     hidden = build_local_context(**common, config=LocalConfig(entity_table=False))
     assert "-----Entities-----" in shown.text and shown.sources.entities
     assert "-----Entities-----" not in hidden.text and not hidden.sources.entities

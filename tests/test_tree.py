@@ -144,8 +144,8 @@ def test_global_search_maps_the_tree_summaries_of_an_index_without_reports(tmp_p
 
     def respond(messages, schema, max_tokens):
         if schema is not None:  # a map call: one point per batch, citing its first report row
-            rid = messages[-1]["content"].split("-----Reports-----\nid|title|content\n", 1)[1].split("|", 1)[0]
-            return '{"points": [{"description": "Obama studied law [Data: Reports (%s)]", "score": 70}]}' % rid
+            fid = messages[-1]["content"].split("-----Findings-----\nid|report|finding\n", 1)[1].split("|", 1)[0]
+            return '{"points": [{"finding": "%s", "score": 70}]}' % fid
         return "He studied law at Harvard [Data: Reports (1)]."
 
     reader = FakeLLM(respond)

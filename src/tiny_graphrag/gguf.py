@@ -1,4 +1,4 @@
-"""GGUF model files for llama.cpp: header checks, loading once per process, JSON-schema grammars.
+"""GGUF model files for llama.cpp: header checks, loading once per process, output grammars.
 
 `llama_cpp` is imported only when a model is loaded or a grammar built.
 """
@@ -100,4 +100,12 @@ def schema_grammar(schema_json: str) -> "LlamaGrammar":
 
     gbnf = json_schema_to_gbnf(schema_json)
     gbnf = gbnf.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x7F\\x00-\\x1F]', 1)
+    return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+@functools.lru_cache(maxsize=64)
+def text_grammar(gbnf: str) -> "LlamaGrammar":
+    """A compiled GBNF grammar (llama.cpp's grammar language), e.g. search answers' format."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
     return LlamaGrammar.from_string(gbnf, verbose=False)

@@ -9,6 +9,7 @@ nothing heavy.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from .cache import CallCache, cache_key
 from .config import LLMConfig
 from .errors import ModelLoadError, TinyGraphRAGError
-from .gguf import load_llama, schema_grammar
+from .gguf import load_llama, schema_grammar, text_grammar
 from .models import file_fingerprint, resolve_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,10 +58,15 @@ class LLM(Protocol):
 
     def count_tokens(self, text: str) -> int: ...
 
-    def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
-                 temperature: float = 0.0) -> Completion: ...
+    def complete(self, messages: list[dict], *, schema: dict | None = None, grammar: str | None = None,
+                 max_tokens: int = 512, temperature: float = 0.0) -> Completion:
+        """`schema`: the output is JSON of this JSON schema; `grammar`: the output follows this
+        GBNF grammar (a backend that cannot constrain its output may ignore it: what needs the
+        constraint checks the output again)."""
+        ...
 
-    def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
+    def stream(self, messages: list[dict], *, grammar: str | None = None, max_tokens: int = 512,
+               temperature: float = 0.0) -> Iterator[str]:
         """The output piece by piece; a generator may `return` the run's Completion (its token counts)."""
         ...
 
@@ -87,6 +93,8 @@ class CachedLLM:
         self.cache = cache if cache is not None else CallCache(None)
         self.calls = 0  # real model calls made through this wrapper
         self.cache_hits = 0  # calls answered from the cache
+        # A backend written before `grammar` was part of the contract gets calls without it.
+        self._takes_grammar = _accepts(backend.complete, "grammar")
 
     name = property(lambda self: self.backend.name)
     fingerprint = property(lambda self: self.backend.fingerprint)
@@ -101,44 +109,51 @@ class CachedLLM:
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(text)
 
-    def key(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> str:
+    def key(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float,
+            grammar: str | None = None) -> str:
         """The cache key of one request (unchanged since the first release: old caches stay valid).
 
         The key's JSON sorts keys, but a schema's property order decides the order the model
         writes them in; until the grammar followed that order it got the properties sorted, so a
         schema whose order is not sorted has its order in the key (those old outputs are not
-        reused) and any other keeps its old key."""
+        reused) and any other keeps its old key. A GBNF grammar is in the key only when given."""
         request = {"messages": messages, "schema": schema, "max_tokens": max_tokens, "temperature": temperature,
                    "seed": self.seed}
         if schema is not None:
             order = property_order(schema)
             if order != property_order(json.loads(json.dumps(schema, sort_keys=True))):
                 request["property_order"] = order
+        if grammar is not None:
+            request["grammar"] = grammar
         return cache_key("chat", self.fingerprint, request)
 
-    def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
-                 temperature: float = 0.0) -> Completion:
+    def complete(self, messages: list[dict], *, schema: dict | None = None, grammar: str | None = None,
+                 max_tokens: int = 512, temperature: float = 0.0) -> Completion:
         _check_max_tokens(max_tokens)
-        key = self.key(messages, schema, max_tokens, temperature)
+        key = self.key(messages, schema, max_tokens, temperature, grammar)
         hit = self._lookup(key)
         if hit is not None:
             return Completion(**{**hit, "cached": True})
-        result = self.backend.complete(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
+        constraint = {"grammar": grammar} if grammar is not None and self._takes_grammar else {}
+        result = self.backend.complete(messages, schema=schema, max_tokens=max_tokens, temperature=temperature,
+                                       **constraint)
         self.calls += 1
         self._store(key, result)
         return result
 
-    def stream(self, messages: list[dict], *, max_tokens: int = 512, temperature: float = 0.0) -> Iterator[str]:
+    def stream(self, messages: list[dict], *, grammar: str | None = None, max_tokens: int = 512,
+               temperature: float = 0.0) -> Iterator[str]:
         """Yield the output text piece by piece; a cached answer comes back as one piece."""
         _check_max_tokens(max_tokens)
-        # Same key as an unconstrained `complete`: greedy decoding gives the same text either way.
-        key = self.key(messages, None, max_tokens, temperature)
+        # Same key as `complete` without a schema: greedy decoding gives the same text either way.
+        key = self.key(messages, None, max_tokens, temperature, grammar)
         hit = self._lookup(key)
         if hit is not None:
             yield hit["text"]
             return
         pieces: list[str] = []
-        run = self.backend.stream(messages, max_tokens=max_tokens, temperature=temperature)
+        constraint = {"grammar": grammar} if grammar is not None and self._takes_grammar else {}
+        run = self.backend.stream(messages, max_tokens=max_tokens, temperature=temperature, **constraint)
         record: Completion | None = None
         started = False  # the model ran: a context-window error before the first piece is no call
         try:
@@ -183,6 +198,15 @@ def property_order(schema: object) -> list:
     if isinstance(schema, list):
         return [property_order(v) for v in schema]
     return []
+
+
+def _accepts(function: Callable[..., Any], name: str) -> bool:
+    """Whether `function` takes a keyword argument `name` (by name or through **kwargs)."""
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: assume the current contract
+        return True
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _check_max_tokens(max_tokens: int) -> None:
@@ -332,8 +356,11 @@ class LlamaCppLLM:
             return 0
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def _run_kwargs(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> dict:
+    def _run_kwargs(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float,
+                    grammar: str | None = None) -> dict:
         _check_max_tokens(max_tokens)
+        if schema is not None and grammar is not None:
+            raise ValueError("give a JSON schema or a GBNF grammar, not both")
         kwargs = self._capture(messages, schema, max_tokens, temperature)
         n_prompt = len(kwargs["prompt"])
         # llama-cpp-python would silently shrink max_tokens to what is left; we refuse instead.
@@ -344,12 +371,14 @@ class LlamaCppLLM:
             # In the schema's declared order: llama.cpp writes properties in the order it is given
             # them (sorted keys here had overridden every schema's order).
             kwargs["grammar"] = schema_grammar(json.dumps(schema))
+        elif grammar is not None:
+            kwargs["grammar"] = text_grammar(grammar)
         return kwargs
 
-    def complete(self, messages: list[dict], *, schema: dict | None = None, max_tokens: int = 512,
-                 temperature: float = 0.0) -> Completion:
+    def complete(self, messages: list[dict], *, schema: dict | None = None, grammar: str | None = None,
+                 max_tokens: int = 512, temperature: float = 0.0) -> Completion:
         with self._lock:
-            kwargs = self._run_kwargs(messages, schema, max_tokens, temperature)
+            kwargs = self._run_kwargs(messages, schema, max_tokens, temperature, grammar)
             out = self._llama.create_completion(**kwargs)
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -357,10 +386,10 @@ class LlamaCppLLM:
                           completion_tokens=int(usage.get("completion_tokens", 0)),
                           finish_reason=choice.get("finish_reason") or "stop")
 
-    def stream(self, messages: list[dict], *, max_tokens: int = 512,
+    def stream(self, messages: list[dict], *, grammar: str | None = None, max_tokens: int = 512,
                temperature: float = 0.0) -> Generator[str, None, Completion]:
         with self._lock:
-            kwargs = self._run_kwargs(messages, None, max_tokens, temperature)
+            kwargs = self._run_kwargs(messages, None, max_tokens, temperature, grammar)
             kwargs["stream"] = True
             pieces: list[str] = []
             finish = "stop"

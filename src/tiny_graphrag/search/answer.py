@@ -17,7 +17,7 @@ from ..citations import check_citations, parse_citations, strip_citations
 from ..errors import InputError
 from ..llm import CHAT_TEMPLATE_MARGIN, LLM
 from .context import BuiltContext
-from .prompts import NO_DATA_ANSWER, NOT_IN_CONTEXT, prompt_tokens
+from .prompts import NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_grammar, prompt_tokens
 from .result import SearchResult, Sources, StreamingResult, Usage
 from .tokens import TokenCounter
 
@@ -183,10 +183,13 @@ class SearchRun:
         stream: bool = False,
         context: str | None = None,
         given_reports: Sequence[int] = (),
+        cite: Sequence[str] = (),
     ) -> SearchResult | StreamingResult:
         """The final call (counted under `category`), or, when `messages` is None (nothing
         relevant was found), the answer that says so without asking the model.
 
+        `cite`: the citation kinds the prompt asks for ("Sources", "Reports"); the answer is then
+        constrained to words first and a citation of shown ids only (prompts.answer_grammar).
         An answer that cites nothing cites the shown text chunks holding it word for word, else
         (global search) the first MAX_ATTRIBUTED of `given_reports`, the reports its key points came
         from."""
@@ -198,6 +201,8 @@ class SearchRun:
         llm = self.llm
         meter = CallMeter(llm)
         n_prompt = prompt_tokens(messages, self.counter)
+        shown = built.sources.citable()
+        grammar = answer_grammar({kind: sorted(shown[kind.lower()]) for kind in cite}) if cite else None
 
         def finish(text: str, n_completion: int, n_prompt_used: int) -> SearchResult:
             answer, invalid = check_citations(text.strip(), built.sources)
@@ -219,7 +224,7 @@ class SearchRun:
 
         if not stream:
             with self.timer("answer"):
-                out = llm.complete(messages, max_tokens=max_tokens, temperature=0.0)
+                out = llm.complete(messages, grammar=grammar, max_tokens=max_tokens, temperature=0.0)
             return finish(out.text, out.completion_tokens, out.prompt_tokens or n_prompt)
 
         def streamed(text: str, seconds: float) -> SearchResult:
@@ -227,4 +232,5 @@ class SearchRun:
             return finish(text, self.counter(text), n_prompt)
 
         pending = self.result(built, context=context, total=False)
-        return StreamingResult(pending, llm.stream(messages, max_tokens=max_tokens, temperature=0.0), streamed)
+        return StreamingResult(pending, llm.stream(messages, grammar=grammar, max_tokens=max_tokens, temperature=0.0),
+                               streamed)

@@ -43,9 +43,13 @@ class FusionConfig:
 @dataclass(frozen=True)
 class LocalConfig:
     # GraphRAG local search shares: text units 50%, community reports 15%, the rest (35%) for
-    # entities and relationships.
+    # entities and relationships; what the tables leave goes to text. Reports are off by default:
+    # with the 0.5B reader, local answers from text alone (and relationships, which a
+    # co-occurrence graph has none of) were right more often than with reports and the entity
+    # table (bench/RESULTS.md, "Local contexts for small readers"); with a stronger reader,
+    # community_share=0.15 and entity_table=True give GraphRAG's context.
     text_share: float = 0.5
-    community_share: float = 0.15
+    community_share: float = 0.0
     top_entities: int = 5  # linked entities kept as seeds
     max_entities: int = 40  # seeds + neighbours offered to the entity table
     # Query-to-entity cosine needed for an embedding link (MiniLM). Whole questions against entity
@@ -68,10 +72,10 @@ class LocalConfig:
     # Entities whose vectors are at least this alike are linked for the walk (HippoRAG's synonymy
     # edges, 0.8 there): spaCy's "US" and "United States" are different nodes. None: no links.
     synonym_similarity: float | None = 0.85
-    # The entity table shows names, types and aliases (no extractor here writes descriptions). It
-    # cost the demo's local answer (the 0.5B reader took a listed name for it), but leaving it out
-    # did not help on hotpotqa questions (bench/RESULTS.md), so it stays.
-    entity_table: bool = True
+    # The entity table shows names, types and aliases (no extractor here writes descriptions): a
+    # list of candidate answers without evidence, which the 0.5B reader took for the answer
+    # ("Chicago" for where Obama studied law, "Chicago Bears" for his baseball team).
+    entity_table: bool = False
 
     def __post_init__(self) -> None:
         if not (0 <= self.text_share <= 1 and 0 <= self.community_share <= 1):
@@ -96,7 +100,7 @@ class GlobalConfig:
     level: int | None = None  # None: the deepest level whose reports fit in max_map_chunks (see global_search)
     map_chunk_tokens: int = 1500  # report text per map call (GraphRAG: 8k with 16k+ windows; ours are 4k)
     max_map_chunks: int = 8  # level choice: the deepest level needing at most this many map calls
-    map_max_tokens: int = 400  # output tokens per map call
+    map_max_tokens: int = 200  # output tokens per map call: ids and scores of at most max_points findings
     reduce_max_tokens: int = 500
     max_points: int = 5  # key points per map answer (schema maxItems)
     # Optional pre-filter: keep only the reports most similar to the query (None: keep all).
@@ -115,12 +119,20 @@ class GlobalConfig:
     # question (bench/RESULTS.md, "Grounded map points").
     relevance_weight: float = 0.75
     point_cutoff: float = 0.6
+    # Grounded (relevance_weight > 0), a question whose nearest finding has a lower query cosine,
+    # and none of whose points the map model scored above 0, is answered "no relevant
+    # information" without a reduce call. MiniLM's scale: off-topic questions ("the boiling point
+    # of mercury?") reached 0.04-0.08, whole-corpus ones ("What are the main themes?") 0.21-0.24
+    # on the demo's article and A Christmas Carol (bench/RESULTS.md).
+    min_similarity: float = 0.15
 
     def __post_init__(self) -> None:
         if self.source not in ("auto", "reports", "tree"):
             raise ValueError(f"global search source must be 'auto', 'reports' or 'tree', got {self.source!r}")
         if not 0 <= self.relevance_weight <= 1:
             raise ValueError(f"global relevance_weight must be in [0, 1], got {self.relevance_weight}")
+        if not -1 <= self.min_similarity <= 1:
+            raise ValueError(f"global min_similarity must be a cosine in [-1, 1], got {self.min_similarity}")
         if not 0 <= self.point_cutoff <= 1:
             raise ValueError(f"global point_cutoff must be in [0, 1] (a share of the best point's), got {self.point_cutoff}")
 

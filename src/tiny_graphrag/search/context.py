@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..citations import parse_citations
+from ..citations import parse_citations, strip_citations
 from ..records import Chunk, Report
 from ..tables import Count, pack_table, row
 from .config import LocalConfig
@@ -203,11 +203,23 @@ def build_local_context(
 # ---- global ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MapBatch:
-    """One map call's reports."""
+    """One map call's reports, as the findings it shows: (id, report id, text) of each."""
 
     text: str
     report_ids: tuple[int, ...]
     tokens: int
+    findings: tuple[tuple[str, int, str], ...] = ()
+
+
+FINDING_HEADER = "id|report|finding"
+
+
+def map_findings(rid: int, report: Report) -> list[tuple[str, str]]:
+    """(id, text) of what global search maps of a report: each finding's explanation (for a
+    grounded finding, its source row's own words), else the report's summary (a RAPTOR summary
+    has nothing else). Ids are "<report id>.<n>", the same in every batch."""
+    texts = [strip_citations(f.explanation) for f in report.findings] or [strip_citations(report.summary)]
+    return [(f"{rid}.{n}", t) for n, t in enumerate((t for t in texts if t.strip()), start=1)]
 
 
 def fit_text(text: str, budget: int, count: Count) -> str:
@@ -229,37 +241,49 @@ def pack_report_batches(
     reports: Sequence[tuple[int, Report]], chunk_tokens: int, count: Count, *, seed: int | None = 0
 ) -> list[MapBatch]:
     """Shuffle the reports (GraphRAG: so no batch is all one region of the graph), then fill
-    batches of at most `chunk_tokens` tokens. A report longer than a whole batch is cut to fit."""
+    batches of at most `chunk_tokens` tokens with their findings, a report's findings in one
+    batch. A report longer than a whole batch keeps the findings that fit (the first cut to fit)."""
     items = list(reports)
     if seed is not None:
         random.Random(seed).shuffle(items)
-    head = f"-----Reports-----\n{REPORT_HEADER}"
+    head = f"-----Findings-----\n{FINDING_HEADER}"
     head_cost = count(head + "\n")
     room = chunk_tokens - head_cost
     if room <= 0:
         raise ValueError(f"map chunk size {chunk_tokens} tokens leaves no room for a report")
-    lines: list[tuple[int, str, int]] = []  # report id, row, tokens of the row alone
+    blocks: list[tuple[int, list[tuple[str, str, str]], int]] = []  # report id, (id, text, row), tokens
     for rid, report in items:
-        line = row(rid, report.title, report.text())
-        cost = count(line + "\n")
-        if cost > room:
-            line = fit_text(line, room - 1, count)
+        rows, used = [], 0
+        for fid, text in map_findings(rid, report):
+            line = row(fid, report.title, text)
             cost = count(line + "\n")
-        lines.append((rid, line, cost))
+            if used + cost > room:
+                if rows:
+                    break
+                line = fit_text(line, room - 1, count)
+                text, cost = line.split("|", 2)[-1], count(line + "\n")
+            rows.append((fid, text, line))
+            used += cost
+        blocks.append((rid, rows, used))
     batches: list[MapBatch] = []
     start = 0
-    while start < len(lines):
-        end, used = start + 1, head_cost + lines[start][2]
-        while end < len(lines) and used + lines[end][2] <= chunk_tokens:
-            used += lines[end][2]
+    while start < len(blocks):
+        end, used = start + 1, head_cost + blocks[start][2]
+        while end < len(blocks) and used + blocks[end][2] <= chunk_tokens:
+            used += blocks[end][2]
             end += 1
-        while True:  # measured as a whole a batch may come out over: its last rows go to the next one
-            text = head + "\n" + "\n".join(line for _, line, _ in lines[start:end])
+        while True:  # measured as a whole a batch may come out over: its last reports go to the next one,
+            rows = [(rid, r) for rid, block, _ in blocks[start:end] for r in block]
+            text = head + "\n" + "\n".join(line for _, (_, _, line) in rows)
             n = count(text)
-            if n <= chunk_tokens or end == start + 1:
+            if n <= chunk_tokens or (end == start + 1 and len(blocks[start][1]) == 1):
                 break
-            end -= 1
-        batches.append(MapBatch(text, tuple(rid for rid, _, _ in lines[start:end]), n))
+            if end > start + 1:
+                end -= 1
+            else:  # a lone report's last findings
+                blocks[start][1].pop()
+        batches.append(MapBatch(text, tuple(rid for rid, _, _ in blocks[start:end]), n,
+                                tuple((fid, rid, t) for rid, (fid, t, _) in rows)))
         start = end
     return batches
 
@@ -270,6 +294,7 @@ class KeyPoint:
     score: int  # what the reduce ranks by: the map model's score, or its grounded importance (grounding.py)
     batch: int  # which map call produced it
     model_score: int | None = None  # the map model's own score, when `score` is the grounded one
+    report: int | None = None  # the report of the finding it quotes (None: a point a backend wrote)
 
 
 def build_reduce_context(

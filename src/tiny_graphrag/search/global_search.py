@@ -34,7 +34,6 @@ from ..citations import parse_citations
 from ..errors import InputError
 from ..llm import LLM
 from ..records import Report, TreeNode
-from ..report_json import end_at_boundary
 from ..tables import Count
 from .answer import CallMeter
 from .config import GlobalConfig
@@ -82,10 +81,16 @@ def _complete_points(text: str) -> list[Any] | None:
         points.append(obj)
 
 
-def parse_map_answer(text: str, batch: int, bound: int | None = None) -> tuple[list[KeyPoint], bool]:
-    """Key points from a map answer; a cut-off answer keeps its complete points; anything
-    unusable degrades to one score-0 point. A description that ran to the schema's `bound`
-    ends at a sentence or word boundary (report_json.end_at_boundary), not mid-word."""
+def finding_point(report: int, text: str) -> str:
+    """A finding as a key point: its own words, citing its report."""
+    return f"{text} [Data: Reports ({report})]"
+
+
+def parse_map_answer(text: str, batch: int, findings: Sequence[tuple[str, int, str]] = ()) -> tuple[list[KeyPoint], bool]:
+    """Key points from a map answer: each chosen finding (`findings`: the batch's (id, report id,
+    text)) in its own words, citing its report; a point a backend wrote as a description (one
+    that ignores the schema) is taken as written, its report the first batch report it cites. A
+    cut-off answer keeps its complete points; anything unusable degrades to one score-0 point."""
     data: Any = None
     try:
         data = json.loads(text)
@@ -101,22 +106,23 @@ def parse_map_answer(text: str, batch: int, bound: int | None = None) -> tuple[l
     raw_points = data.get("points") if isinstance(data, dict) else data if isinstance(data, list) else None
     if not isinstance(raw_points, list):
         return [KeyPoint(INVALID_MAP_ANSWER, 0, batch)], False
+    by_id = {fid: (rid, t) for fid, rid, t in findings}
+    batch_reports = {rid for _, rid, _ in findings}
     points: list[KeyPoint] = []
     for p in raw_points:
         if not isinstance(p, dict):
             continue
-        desc = p.get("description", p.get("answer"))
-        # A small model made to write several points repeats one: the copy would count twice.
-        if not isinstance(desc, str) or not desc.strip():
-            continue
-        desc = end_at_boundary(desc.strip(), bound) if bound else desc.strip()
-        if any(k.description == desc for k in points):
+        chosen = by_id.get(str(p.get("finding")))
+        desc = finding_point(*chosen) if chosen else p.get("description", p.get("answer"))
+        # A small model made to name several findings repeats one: the copy would count twice.
+        if not isinstance(desc, str) or not desc.strip() or any(k.description == desc.strip() for k in points):
             continue
         try:
             score = int(round(float(p.get("score", 0))))
         except (TypeError, ValueError):
             score = 0
-        points.append(KeyPoint(desc, max(0, min(100, score)), batch))
+        report = chosen[0] if chosen else next((r for r in parse_citations(desc)["reports"] if r in batch_reports), None)
+        points.append(KeyPoint(desc.strip(), max(0, min(100, score)), batch, report=report))
     if not points:
         return [KeyPoint(INVALID_MAP_ANSWER, 0, batch)], False
     return points, True
@@ -155,13 +161,6 @@ class GlobalIndex:
             if self._batch_counts[key] <= config.max_map_chunks:
                 best = level
         return best
-
-    def vectors_of(self, report_ids: Sequence[int]) -> dict[int, np.ndarray]:
-        """The vectors of these reports (by citation id); empty when the index has none."""
-        if self.vectors is None or len(self.vectors) == 0:
-            return {}
-        rows = self.vectors.rows([self.reports[rid].community_id for rid in report_ids])
-        return {rid: self.vectors.matrix[row] for rid, row in zip(report_ids, rows) if row is not None}
 
     def prefilter(
         self, reports: list[tuple[int, Report]], query_vector: np.ndarray | None, config: GlobalConfig
@@ -208,35 +207,42 @@ def _map_source(engine: QueryEngine, config: GlobalConfig) -> GlobalIndex:
 
 
 def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalConfig) -> list[MapAnswer]:
-    """One constrained call per batch."""
-    schema = map_schema(config.max_points, config.map_max_tokens)
-    bound = schema["properties"]["points"]["items"]["properties"]["description"]["maxLength"]
+    """One constrained call per batch: which of its findings help, and how much."""
     answers = []
     for i, batch in enumerate(batches):
+        schema = map_schema(config.max_points, [fid for fid, _, _ in batch.findings])
         out = llm.complete(map_messages(batch.text, query), schema=schema, max_tokens=config.map_max_tokens,
                            temperature=0.0)
-        points, valid = parse_map_answer(out.text, i, bound)
+        points, valid = parse_map_answer(out.text, i, batch.findings)
         if not valid:
             log.warning("map answer %d was not valid JSON (finish_reason=%s): %.120r", i, out.finish_reason, out.text)
         answers.append(MapAnswer(i, tuple(points), valid, out.text, out.prompt_tokens, out.completion_tokens))
     return answers
 
 
-def _grounded(engine: QueryEngine, globals_: GlobalIndex, points: list[KeyPoint], batches: Sequence[MapBatch],
-              qvec: np.ndarray | None, query: str, config: GlobalConfig, notes: list[str]):
-    """The points with their grounded importance (grounding.py), or as the model scored them
-    when grounding is off or the index has no report vectors; and the reduce's entry score
-    (`point_cutoff` of the best point's; build_reduce_context never admits a 0)."""
-    grounding: list = [None] * len(points)
-    if config.relevance_weight > 0:
-        vectors = globals_.vectors_of(sorted({r for b in batches for r in b.report_ids}))
-        if vectors:
-            qvec = qvec if qvec is not None else engine.embed_query(query)
-            pairs = ground_points(points, [b.report_ids for b in batches], vectors, qvec, engine.embedder.embed,
-                                  weight=config.relevance_weight, skip=INVALID_MAP_ANSWER)
-            points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
-        else:
-            notes.append("the index has no report vectors: map points are ranked by the model's scores alone")
+def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], config: GlobalConfig) -> list[KeyPoint]:
+    """The map model's points, and, when points are grounded, every other finding of the mapped
+    batches with a vote of 0 (a small model's choices missed the relevant ones: grounding.py)."""
+    points = [p for a in answers for p in a.points]
+    if config.relevance_weight <= 0:
+        return points
+    seen = {p.description for p in points}
+    for i, batch in enumerate(batches):
+        for _, rid, text in batch.findings:
+            if finding_point(rid, text) not in seen:
+                points.append(KeyPoint(finding_point(rid, text), 0, i, report=rid))
+    return points
+
+
+def _grounded(engine: QueryEngine, points: list[KeyPoint], qvec: np.ndarray | None, query: str,
+              config: GlobalConfig) -> tuple[list[KeyPoint], list[Grounding | None], int]:
+    """The points with their grounded importance (grounding.py), or as the model scored them when
+    grounding is off; and the reduce's entry score (`point_cutoff` of the best point's;
+    build_reduce_context never admits a 0)."""
+    qvec = qvec if qvec is not None or config.relevance_weight <= 0 else engine.embed_query(query)
+    pairs = ground_points(points, qvec, engine.embedder.embed, weight=config.relevance_weight,
+                          skip=INVALID_MAP_ANSWER)
+    points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
     best = max((p.score for p in points), default=0)
     return points, grounding, math.ceil(config.point_cutoff * best)
 
@@ -306,44 +312,48 @@ def search_global(
     with run.timer("map"):
         answers = run_map(llm, batches, query, config)
     run.usage["map"] = meter.usage(sum(a.prompt_tokens for a in answers), sum(a.completion_tokens for a in answers))
-    points = [p for a in answers for p in a.points]
     with run.timer("grounding"):
-        points, grounding, min_score = _grounded(engine, globals_, points, batches, qvec, query, config, run.notes)
+        points, grounding, min_score = _grounded(engine, _candidates(answers, batches, config), qvec, query, config)
+    best_similarity = max((g.similarity for g in grounding if g is not None), default=None)
+    vouched = any(p.model_score for p in points)  # the map model scored a point above 0 itself
+    if best_similarity is not None and best_similarity < config.min_similarity and not vouched:
+        min_score = 101  # neither the map model nor the embedder found anything: no point reaches the reduce
+        run.notes.append(f"no finding is near the question (best query cosine {best_similarity:.2f} < "
+                         f"GlobalConfig.min_similarity={config.min_similarity}) and the map model scored every "
+                         "point 0: the reduce call was skipped")
     with run.timer("reduce_context"):
         reduce_text, kept, reduce_tokens = build_reduce_context(points, reduce_room, counter, min_score)
     details.update(
         invalid_map_answers=sum(1 for a in answers if not a.valid),
         points=[{"score": p.score, "model_score": p.score if p.model_score is None else p.model_score,
-                 "description": p.description, "batch": p.batch,
-                 **({"source_report": g.report, "cited": g.cited, "report_similarity": round(g.similarity, 3),
-                     "relevance": round(g.relevance, 3)} if g else {})}
+                 "description": p.description, "batch": p.batch, "source_report": p.report,
+                 **({"similarity": round(g.similarity, 3), "relevance": round(g.relevance, 3)} if g else {})}
                 for p, g in zip(points, grounding)],
         points_in_reduce=len(kept),
         reduce_context=reduce_text,
         reduce_tokens=reduce_tokens,
     )
-    if not kept:
+    if not kept and min_score <= 100:
         run.notes.append("no map answer found anything helpful (every point's importance is 0): "
                          "the reduce call was skipped")
     # context_tokens of a global result: everything the model read, map batches and reduce points.
     reduce_built = BuiltContext(reduce_text, sources, map_tokens + reduce_tokens, reduce_room,
                                 {"map": map_tokens, "reduce": reduce_tokens})
-    # The map model vouched for a point when it scored it above 0 itself (grounding may keep
-    # points it scored 0); then the reduce is not offered "the context does not say".
-    vouched = any((p.score if p.model_score is None else p.model_score) > 0 for p in kept)
-    messages = reduce_messages(reduce_text, query, may_decline=not vouched) if kept else None
+    # Grounded, the reduce is not offered "the context does not say": a 0.5B reduce took that way
+    # out with relevant points in front of it, and a question nothing is near never reaches it.
+    # GraphRAG's ranking (relevance_weight=0) offers it, as GraphRAG's reduce prompt does.
+    messages = reduce_messages(reduce_text, query, may_decline=config.relevance_weight <= 0) if kept else None
     return run.answer(reduce_built, messages, max_tokens=config.reduce_max_tokens, category="reduce", stream=stream,
+                      cite=("Reports",),
                       context=map_text + "\n\n=====Reduce=====\n" + reduce_text,
-                      given_reports=point_reports(kept, points, grounding, {r.id for r in sources.reports}))
+                      given_reports=point_reports(kept, {r.id for r in sources.reports}))
 
 
-def point_reports(kept: Sequence[KeyPoint], points: Sequence[KeyPoint], grounding: Sequence[Grounding | None],
-                  shown: set[int]) -> list[int]:
-    """The reports the reduce's points came from, in the points' order: the one each point was
-    grounded in (grounding.point_source), else, ungrounded, the mapped (`shown`) reports it cites."""
-    source = {id(p): g.report for p, g in zip(points, grounding) if g is not None and g.report is not None}
+def point_reports(kept: Sequence[KeyPoint], shown: set[int]) -> list[int]:
+    """The reports the reduce's points came from, in the points' order: the one a finding's point
+    quotes, else the mapped (`shown`) reports a written point cites."""
     out: dict[int, None] = {}
     for p in kept:
-        ids = [source[id(p)]] if id(p) in source else [r for r in parse_citations(p.description)["reports"] if r in shown]
+        ids = [p.report] if p.report is not None else [r for r in parse_citations(p.description)["reports"] if r in shown]
         out.update(dict.fromkeys(ids))
     return list(out)

@@ -247,4 +247,4 @@ def search_local(
     if only_context:
         return run.result(built)
     messages = answer_messages(built.text, query, LOCAL_CITATIONS) if not built.empty else None
-    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream)
+    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream, cite=("Sources",))

@@ -111,4 +111,4 @@ def search_naive(
     if only_context:
         return run.result(built)
     messages = answer_messages(built.text, query, NAIVE_CITATIONS) if not built.empty else None
-    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream)
+    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream, cite=("Sources",))

@@ -6,7 +6,7 @@ Placeholders are replaced literally with `fill` (not str.format: the data contai
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
@@ -40,23 +40,25 @@ NAIVE_CITATIONS = "[Data: Sources (ids)]"
 LOCAL_CITATIONS = NAIVE_CITATIONS
 
 MAP_SYSTEM = (
-    "You are an analyst. You extract the points of community reports that help answer a question, "
-    "and you rate how helpful each point is."
+    "You are an analyst. You choose the findings of community reports that help answer a question, "
+    "and you rate how helpful each one is."
 )
 
 # The question comes first as well as last: a 0.5B model read reports without it in mind and
-# scored unrelated reports 80-100 (bench/RESULTS.md, the map probe). A point must be a fact
-# from the reports; the question restated as a finding was its commonest wrong point.
+# scored unrelated reports 80-100 (bench/RESULTS.md, the map probe). The model chooses findings
+# by id instead of writing points: written, a 0.5B model's points restated the question or
+# paraphrased a report into claims it does not make ("a major political and military
+# organization ... with 13 million members"); chosen, every point is a finding's own words.
 MAP_USER = """Question: {query}
 
----Community reports---
+---Findings of community reports---
 {context}
----End of reports---
+---End of findings---
 
-List the facts in the reports above that help answer the question "{query}", as JSON: {"points": [{"description": "...", "score": 0-100}]}.
-- description: one fact the reports state, ending with its evidence as [Data: Reports (ids)], using the ids of the reports above. Never restate the question as a fact.
-- score: 0 when the fact is not about what the question asks, up to 100 when it answers it.
-If no report is about the question, return one point with score 0.
+Choose the findings above that help answer the question "{query}", as JSON: {"points": [{"finding": "id", "score": 0-100}]}.
+- finding: the id of one finding above (its first column).
+- score: 0 when the finding is not about what the question asks, up to 100 when it answers it.
+If no finding is about the question, return one point with score 0.
 """
 
 # The reduce call writes the final answer (GraphRAG's reduce: a response that summarizes the
@@ -81,30 +83,25 @@ Answer:"""
 MIN_MAP_POINTS = 3  # a 0.5B model stopped after one point, which left a reduce for "main themes" one fact
 
 
-def map_schema(max_points: int, max_tokens: int = 400) -> dict[str, Any]:
-    """The JSON schema a map answer is constrained to: at least MIN_MAP_POINTS points (fewer when
-    `max_points` is lower), so a small model reads past its first fact; unhelpful ones score 0.
-
-    Descriptions are bounded so that `max_points` full ones fit in `max_tokens` (~3 characters a
-    token, ~10 tokens of JSON per point): a small model fills a string up to its bound, and with
-    500 characters each its third point ran past 400 tokens and the whole answer was cut off."""
-    per_point = max(1, (max_tokens - 10) // max(1, max_points) - 10)
-    description_chars = max(80, min(500, 3 * per_point))
+def map_schema(max_points: int, findings: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema a map answer is constrained to: points naming findings of its batch (by
+    id), at least MIN_MAP_POINTS (fewer when `max_points` or the findings are fewer), so a small
+    model reads past its first one; unhelpful ones score 0."""
+    most = max(1, min(max_points, len(findings)))
     return {
         "type": "object",
         "properties": {
             "points": {
                 "type": "array",
-                "minItems": max(1, min(MIN_MAP_POINTS, max_points)),
-                "maxItems": max_points,
+                "minItems": min(MIN_MAP_POINTS, most),
+                "maxItems": most,
                 "items": {
                     "type": "object",
                     "properties": {
-                        # Bounded so a small model cannot loop inside one string.
-                        "description": {"type": "string", "minLength": 1, "maxLength": description_chars},
+                        "finding": {"enum": list(findings)},
                         "score": {"type": "integer", "minimum": 0, "maximum": 100},
                     },
-                    "required": ["description", "score"],
+                    "required": ["finding", "score"],
                     "additionalProperties": False,
                 },
             }
@@ -112,6 +109,22 @@ def map_schema(max_points: int, max_tokens: int = 400) -> dict[str, Any]:
         "required": ["points"],
         "additionalProperties": False,
     }
+
+
+def answer_grammar(ids: Mapping[str, Sequence[int]]) -> str:
+    """The GBNF grammar of an answer: words first, one line, and "[" only to open a citation of
+    shown ids (`ids`: citation kind -> the ids of that table in the context).
+
+    Small readers answered about one question in four with a citation alone ("[4196973]") or an
+    empty line before it, and some cited ids they were never shown; the grammar rules both out."""
+    kinds = [(kind, values) for kind, values in ids.items() if values]
+    rules = ["root ::= [^\\[ \\t\\n] " + ("([^\\[\\n] | cite)*" if kinds else "[^\\[\\n]*")]
+    if kinds:
+        rules.append('cite ::= "[Data: " part ("; " part)* "]"')
+        rules.append("part ::= " + " | ".join(f'"{kind} (" id{n} (", " id{n})* ")"' for n, (kind, _) in enumerate(kinds)))
+        rules += [f"id{n} ::= " + " | ".join(f'"{int(v)}"' for v in dict.fromkeys(values))
+                  for n, (_, values) in enumerate(kinds)]
+    return "\n".join(rules) + "\n"
 
 
 def fill(template: str, **values: str) -> str:

@@ -141,4 +141,4 @@ def search_tree(engine: QueryEngine, query: str, config: TreeSearchConfig, *, on
     if only_context:
         return run.result(built)
     messages = answer_messages(built.text, query, TREE_CITATIONS) if not built.empty else None
-    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream)
+    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream, cite=("Sources", "Reports"))
