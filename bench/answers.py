@@ -5,7 +5,8 @@
     python -m bench.answers --shard 0/2 --json a.json & python -m bench.answers --shard 1/2 --json b.json
     python -m bench.answers --merge a.json b.json --json merged.json   # shards run in parallel, then joined
 
-Modes (the same reader, greedy, and the same answer prompt, `prompts.answer_messages`, for all):
+Modes (the same reader, greedy, and the same answer prompt, `prompts.answer_messages`, and answer grammar,
+`prompts.answer_grammar`, for all):
 - closed_book: the answer prompt with no data (the data section is empty);
 - oracle: the question's gold passages as the same "-----Sources-----" table naive search builds;
 - naive / local: `QueryEngine.naive_search` / `local_search` as a user calls them, with
@@ -301,12 +302,13 @@ class Reader:
         self.title_of_doc = {d.id: d.source.split(":", 1)[1] for d in store.documents()}
         self.chunk_of_title = {self.title_of_doc[c.doc_id]: c for c in store.chunks()}
 
-    def _ask(self, context: str, question: str) -> tuple[str, float, bool]:
-        from tiny_graphrag.search.prompts import NAIVE_CITATIONS, answer_messages
+    def _ask(self, context: str, question: str, shown: Sequence[int] = ()) -> tuple[str, float, bool]:
+        """The answer prompt and the answer grammar of naive search (`shown`: the source ids in the context)."""
+        from tiny_graphrag.search.prompts import NAIVE_CITATIONS, answer_grammar, answer_messages
 
         t0 = time.perf_counter()
         out = self.llm.complete(answer_messages(context, question, NAIVE_CITATIONS), max_tokens=ANSWER_MAX_TOKENS,
-                                temperature=0.0)
+                                temperature=0.0, grammar=answer_grammar({"Sources": sorted(shown)}))
         return out.text.strip(), time.perf_counter() - t0, out.cached
 
     def closed_book(self, q) -> dict[str, Any]:
@@ -319,7 +321,7 @@ class Reader:
 
         chunks = [self.chunk_of_title[t] for t in q.gold]
         built = build_naive_context(chunks, self.engine.sid_of, BUDGET, counter_for(self.llm))
-        text, secs, cached = self._ask(built.text, q.text)
+        text, secs, cached = self._ask(built.text, q.text, [c.id for c in built.sources.chunks])
         return {"raw": text, "context_tokens": built.tokens, "seconds": secs, "cached": cached,
                 "gold_in_context": len(built.sources.chunks)}
 

@@ -102,3 +102,17 @@ def test_map_step_summary_counts_batches_by_relevance():
     p = s["probe"]
     assert (p["relevant_batches"], p["relevant_batches_with_a_point_above_0"]) == (2, 1)
     assert (p["irrelevant_batches"], p["irrelevant_batches_with_a_point_above_0"]) == (2, 1)
+
+
+def test_article_qa_scores_the_best_gold_variant_and_pairs_the_variants():
+    from bench.article_qa import score, summarize
+
+    assert score("Harvard Law School [Data: Sources (1)]", ["Harvard Law School", "Harvard"]) == {
+        "em": 1.0, "f1": 1.0, "contains": 1.0}
+    assert score("He went to Harvard.", ["Harvard Law School", "Harvard"]) == {"em": 0.0, "f1": 0.4, "contains": 1.0}
+    assert score("Chicago", ["Harvard Law School", "Harvard"]) == {"em": 0.0, "f1": 0.0, "contains": 0.0}
+    records = [{"variants": {"naive": score(a, ["x y"]), "local": score(b, ["x y"])}}
+               for a, b in (("x y", "x"), ("z", "x y"), ("x y", "x y"))]
+    s = summarize(records, ["naive", "local"])
+    assert s["n"] == 3 and s["variants"]["naive"]["em"]["mean"] == 66.7
+    assert s["paired"]["naive - local"]["contains"]["mean"] == 0.0  # 1-0, 0-1, 1-1

@@ -10,6 +10,7 @@ import pytest
 from _names_index import build_names_index
 
 from tiny_graphrag.notebook import SizePlot
+from tiny_graphrag.search.config import LocalConfig
 from tiny_graphrag.search.engine import QueryEngine
 
 
@@ -20,7 +21,8 @@ def built(tmp_path_factory):
 
 def test_search_result_links_each_citation_to_its_text(built):
     with QueryEngine(built.path) as qe:
-        ctx = qe.local_search("朱元璋", only_context=True)  # the real context; no model call
+        # The real context (no model call), with GraphRAG's entity table so an entity can be cited.
+        ctx = qe.local_search("朱元璋", only_context=True, config=LocalConfig(entity_table=True))
     chunk, entity = ctx.sources.chunks[0], ctx.sources.entities[0]
     result = replace(ctx, answer=f'He <was> "born" [Data: Sources ({chunk.id}); Entities ({entity.id}, 99999)].')
     page = result._repr_html_()
