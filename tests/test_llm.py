@@ -179,8 +179,8 @@ def test_count_tokens_is_the_models_tokenizer(llm):
 
 def test_system_message_is_merged_for_gemma(llm):
     # Gemma's chat format drops system messages; the backend folds them into the first user turn.
-    assert llm._merge_system
-    kwargs = llm._capture(
+    assert llm.template.merges_system
+    kwargs = llm.template.arguments(
         [{"role": "system", "content": "SYSTEM-RULE"}, {"role": "user", "content": "question"}], None, 8, 0.0
     )
     prompt = llm._llama.detokenize(kwargs["prompt"], special=True).decode()
@@ -191,7 +191,7 @@ def test_system_message_is_merged_for_gemma(llm):
 def test_prompt_token_ids_are_what_the_model_runs(llm):
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Who was Ada Lovelace?"}]
     ids = llm.prompt_token_ids(messages)
-    assert ids == list(llm._capture(messages, None, 1, 0.0)["prompt"])
+    assert ids == list(llm.template.arguments(messages, None, 1, 0.0)["prompt"])
     text = llm.llama.detokenize(ids, special=True).decode()
     assert "Be brief." in text and "Ada Lovelace" in text
     # the chat template's own tokens come on top of the message contents

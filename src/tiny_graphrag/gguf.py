@@ -1,4 +1,4 @@
-"""GGUF model files for llama.cpp: header checks, loading once per process, output grammars.
+"""GGUF model files for llama.cpp: header checks, loading once per process, chat templates, output grammars.
 
 `llama_cpp` is imported only when a model is loaded or a grammar built.
 """
@@ -10,7 +10,7 @@ import logging
 import struct
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from .config import LLMConfig
 from .errors import ModelLoadError, require
@@ -109,3 +109,114 @@ def text_grammar(gbnf: str) -> "LlamaGrammar":
     from llama_cpp.llama_grammar import LlamaGrammar
 
     return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+_PROBE = "tgr-system-probe-7f3a"
+
+
+class _Captured(Exception):
+    """Raised by the capture proxy to stop a chat handler right before it runs the model."""
+
+    def __init__(self, kwargs: dict[str, Any]):
+        super().__init__("captured")
+        self.kwargs = kwargs
+
+
+class _CaptureProxy:
+    """Stands in for `Llama` inside a chat handler: everything is delegated except the model run.
+
+    This gives the exact prompt tokens and sampling arguments (stop strings, grammar) the chat
+    format produces, so the context-window check is exact and one formatting path serves both
+    `complete` and `stream`.
+    """
+
+    def __init__(self, llama: "Llama"):
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, **kwargs: Any) -> Any:
+        raise _Captured(kwargs)
+
+
+class ChatTemplate:
+    """What a loaded GGUF's chat format makes of messages: the exact `create_completion` arguments
+    (prompt tokens, stop strings, grammar), found by running llama-cpp-python's chat handler up to
+    the model call, so one formatting path serves `complete` and `stream` and the context-window
+    check counts the real prompt. A format that drops system messages (gemma's) gets them merged
+    into the first user message."""
+
+    def __init__(self, llama: "Llama", configured: str | None, path: Path, seed: int) -> None:
+        self._llama, self.path, self.seed = llama, path, seed
+        self.name = self._resolve(configured)
+        self._handler = self._chat_handler(self.name)
+        self.merges_system = not self._keeps_system_messages()
+
+    def _resolve(self, configured: str | None) -> str:
+        if configured:
+            return configured
+        metadata = getattr(self._llama, "metadata", {}) or {}
+        if "tokenizer.chat_template" in metadata:
+            return self._llama.chat_format  # guessed by llama-cpp-python, or "chat_template.default"
+        arch = str(metadata.get("general.architecture", ""))
+        # Base models ship without a template; llama-cpp-python would silently use "llama-2".
+        fallback = "gemma" if arch.startswith("gemma") else "llama-2"
+        log.warning("%s has no chat template; using chat_format=%r (set LLMConfig.chat_format to choose)",
+                    self.path.name, fallback)
+        return fallback
+
+    def _chat_handler(self, fmt: str) -> Callable[..., Any]:
+        from llama_cpp import llama_chat_format
+
+        handlers = getattr(self._llama, "_chat_handlers", {})  # templates stored in the GGUF
+        if fmt in handlers:
+            return handlers[fmt]
+        try:
+            return llama_chat_format.get_chat_completion_handler(fmt)
+        except Exception as exc:
+            raise ModelLoadError(
+                f"unknown chat_format {fmt!r} for {self.path}: {exc}. To fix: set LLMConfig.chat_format "
+                f"to one llama-cpp-python knows (e.g. 'chatml', 'llama-3', 'gemma') or None for the GGUF's own."
+            ) from exc
+
+    def _keeps_system_messages(self) -> bool:
+        """Whether the chat format renders system messages (gemma's drops them)."""
+        messages = [{"role": "system", "content": _PROBE}, {"role": "user", "content": "hi"}]
+        try:
+            kwargs = self.arguments(messages, None, 1, 0.0, merge=False)
+        except Exception:  # some templates raise on a system role: merge then
+            return False
+        prompt = kwargs["prompt"]
+        text = self._llama.detokenize(prompt).decode("utf-8", "replace") if not isinstance(prompt, str) else prompt
+        return _PROBE in text
+
+    def _prepare(self, messages: list[dict]) -> list[dict]:
+        if not self.merges_system:
+            return messages
+        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system" and m.get("content"))
+        rest = [dict(m) for m in messages if m.get("role") != "system"]
+        if not system:
+            return rest
+        for m in rest:
+            if m.get("role") == "user":
+                m["content"] = f"{system}\n\n{m.get('content') or ''}"
+                break
+        else:
+            rest.insert(0, {"role": "user", "content": system})
+        return rest
+
+    def arguments(
+        self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, *, merge: bool = True
+    ) -> dict[str, Any]:
+        """The exact `create_completion` arguments the chat handler would use."""
+        response_format = {"type": "json_object", "schema": schema} if schema is not None else None
+        try:
+            self._handler(llama=_CaptureProxy(self._llama), messages=self._prepare(messages) if merge else messages,
+                          temperature=temperature, seed=self.seed, response_format=response_format,
+                          max_tokens=max_tokens, repeat_penalty=1.0, stream=False)
+        except _Captured as captured:
+            return captured.kwargs
+        raise ModelLoadError(  # pragma: no cover - only for exotic handlers
+            f"chat_format {self.name!r} does not run through create_completion; "
+            "choose another LLMConfig.chat_format")

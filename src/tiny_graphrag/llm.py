@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .cache import CallCache, cache_key
 from .config import LLMConfig
-from .errors import ModelLoadError, TinyGraphRAGError
-from .gguf import load_llama, schema_grammar, text_grammar
+from .errors import TinyGraphRAGError
+from .gguf import ChatTemplate, load_llama, schema_grammar, text_grammar
 from .models import file_fingerprint, resolve_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -219,35 +219,6 @@ def _check_max_tokens(max_tokens: int) -> None:
 # llama.cpp backend
 
 
-_PROBE = "tgr-system-probe-7f3a"
-
-
-class _Captured(Exception):
-    """Raised by the capture proxy to stop a chat handler right before it runs the model."""
-
-    def __init__(self, kwargs: dict[str, Any]):
-        super().__init__("captured")
-        self.kwargs = kwargs
-
-
-class _CaptureProxy:
-    """Stands in for `Llama` inside a chat handler: everything is delegated except the model run.
-
-    This gives the exact prompt tokens and sampling arguments (stop strings, grammar) the chat
-    format produces, so the context-window check is exact and one formatting path serves both
-    `complete` and `stream`.
-    """
-
-    def __init__(self, llama: "Llama"):
-        self._llama = llama
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._llama, name)
-
-    def create_completion(self, **kwargs: Any) -> Any:
-        raise _Captured(kwargs)
-
-
 class LlamaCppLLM:
     """A local GGUF model run by llama-cpp-python: an `LLM` backend without a cache (see `open_llm`).
 
@@ -262,80 +233,10 @@ class LlamaCppLLM:
         self.name = self.path.name
         self.n_ctx = int(self._llama.n_ctx())
         self.seed = config.seed
-        self.chat_format = self._resolve_chat_format(config.chat_format)
-        self._handler = self._chat_handler(self.chat_format)
-        self._merge_system = not self._keeps_system_messages()
+        self.template = ChatTemplate(self._llama, config.chat_format, self.path, self.seed)
+        self.chat_format = self.template.name
         # The chat format changes every prompt, so it is part of what the outputs depend on.
         self.fingerprint = f"{file_fingerprint(self.path)}:{self.chat_format}"
-
-    # -- chat format ----------------------------------------------------------------------------
-    def _resolve_chat_format(self, configured: str | None) -> str:
-        if configured:
-            return configured
-        metadata = getattr(self._llama, "metadata", {}) or {}
-        if "tokenizer.chat_template" in metadata:
-            return self._llama.chat_format  # guessed by llama-cpp-python, or "chat_template.default"
-        arch = str(metadata.get("general.architecture", ""))
-        # Base models ship without a template; llama-cpp-python would silently use "llama-2".
-        fallback = "gemma" if arch.startswith("gemma") else "llama-2"
-        log.warning("%s has no chat template; using chat_format=%r (set LLMConfig.chat_format to choose)",
-                    self.path.name, fallback)
-        return fallback
-
-    def _chat_handler(self, fmt: str) -> Callable[..., Any]:
-        from llama_cpp import llama_chat_format
-
-        handlers = getattr(self._llama, "_chat_handlers", {})  # templates stored in the GGUF
-        if fmt in handlers:
-            return handlers[fmt]
-        try:
-            return llama_chat_format.get_chat_completion_handler(fmt)
-        except Exception as exc:
-            raise ModelLoadError(
-                f"unknown chat_format {fmt!r} for {self.path}: {exc}. To fix: set LLMConfig.chat_format "
-                f"to one llama-cpp-python knows (e.g. 'chatml', 'llama-3', 'gemma') or None for the GGUF's own."
-            ) from exc
-
-    def _keeps_system_messages(self) -> bool:
-        """Whether the chat format renders system messages (gemma's drops them)."""
-        messages = [{"role": "system", "content": _PROBE}, {"role": "user", "content": "hi"}]
-        try:
-            kwargs = self._capture(messages, None, 1, 0.0, merge=False)
-        except Exception:  # some templates raise on a system role: merge then
-            return False
-        prompt = kwargs["prompt"]
-        text = self._llama.detokenize(prompt).decode("utf-8", "replace") if not isinstance(prompt, str) else prompt
-        return _PROBE in text
-
-    def _prepare(self, messages: list[dict]) -> list[dict]:
-        if not self._merge_system:
-            return messages
-        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system" and m.get("content"))
-        rest = [dict(m) for m in messages if m.get("role") != "system"]
-        if not system:
-            return rest
-        for m in rest:
-            if m.get("role") == "user":
-                m["content"] = f"{system}\n\n{m.get('content') or ''}"
-                break
-        else:
-            rest.insert(0, {"role": "user", "content": system})
-        return rest
-
-    def _capture(
-        self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, *, merge: bool = True
-    ) -> dict[str, Any]:
-        """The exact `create_completion` arguments the chat handler would use."""
-        response_format = {"type": "json_object", "schema": schema} if schema is not None else None
-        try:
-            self._handler(llama=_CaptureProxy(self._llama), messages=self._prepare(messages) if merge else messages,
-                          temperature=temperature, seed=self.seed, response_format=response_format,
-                          max_tokens=max_tokens, repeat_penalty=1.0, stream=False)
-        except _Captured as captured:
-            return captured.kwargs
-        raise ModelLoadError(  # pragma: no cover - only for exotic handlers
-            f"chat_format {self.chat_format!r} does not run through create_completion; "
-            "choose another LLMConfig.chat_format")
 
     @property
     def llama(self) -> "Llama":
@@ -345,7 +246,7 @@ class LlamaCppLLM:
     def prompt_token_ids(self, messages: list[dict], schema: dict | None = None) -> list[int]:
         """The prompt exactly as the model would run it: chat template, merged system text, BOS."""
         with self._lock:
-            prompt = self._capture(messages, schema, 1, 0.0)["prompt"]
+            prompt = self.template.arguments(messages, schema, 1, 0.0)["prompt"]
         if isinstance(prompt, str):
             prompt = self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         return list(prompt)
@@ -361,7 +262,7 @@ class LlamaCppLLM:
         _check_max_tokens(max_tokens)
         if schema is not None and grammar is not None:
             raise ValueError("give a JSON schema or a GBNF grammar, not both")
-        kwargs = self._capture(messages, schema, max_tokens, temperature)
+        kwargs = self.template.arguments(messages, schema, max_tokens, temperature)
         n_prompt = len(kwargs["prompt"])
         # llama-cpp-python would silently shrink max_tokens to what is left; we refuse instead.
         if n_prompt + max_tokens > self.n_ctx:
