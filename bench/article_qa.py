@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -96,9 +97,9 @@ def summarize(records: list[dict], variants: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"n": len(records), "variants": {}, "paired": {}}
     for v in variants:
         out["variants"][v] = {m: mean_ci([r["variants"][v][m] for r in records]) for m in ("em", "f1", "contains")}
-    for a in variants:
+    for a in variants:  # every variant against the default local search, and that against naive
         for b in variants:
-            if a != b and (b == "local" or (a == "local" and b == "naive")):
+            if (b == "local" and a not in ("local", "naive")) or (a, b) == ("local", "naive"):
                 out["paired"][f"{a} - {b}"] = {m: paired([r["variants"][a][m] for r in records],
                                                          [r["variants"][b][m] for r in records])
                                                for m in ("f1", "contains")}
@@ -121,7 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown variants {sorted(unknown)}: choose from {', '.join(VARIANTS)}")
     args.work.mkdir(parents=True, exist_ok=True)
-    result: dict[str, Any] = {"command": "python -m bench.article_qa " + " ".join(argv or []), "reader": READER,
+    command = " ".join(["python -m bench.article_qa", *(argv if argv is not None else sys.argv[1:])])
+    result: dict[str, Any] = {"command": command, "reader": READER,
                               "context_tokens": args.context_tokens, "commit": git_commit(),
                               "machine": machine_info(), "corpora": {}}
     t0 = time.perf_counter()

@@ -115,4 +115,4 @@ def test_article_qa_scores_the_best_gold_variant_and_pairs_the_variants():
                for a, b in (("x y", "x"), ("z", "x y"), ("x y", "x y"))]
     s = summarize(records, ["naive", "local"])
     assert s["n"] == 3 and s["variants"]["naive"]["em"]["mean"] == 66.7
-    assert s["paired"]["naive - local"]["contains"]["mean"] == 0.0  # 1-0, 0-1, 1-1
+    assert s["paired"]["local - naive"]["contains"]["mean"] == 0.0 and list(s["paired"]) == ["local - naive"]
