@@ -110,13 +110,13 @@ class GlobalConfig:
     # What is mapped: "reports" (community reports), "tree" (the RAPTOR tree's summaries, the top
     # layer as level 0), or "auto": the reports, else the tree's summaries when the index has none.
     source: str = "auto"
-    # A map point's importance: (1 - w) x the map model's score + w x the query similarity of the
-    # report it came from, scaled by the best report's (search/grounding.py), since a 0.5B map
-    # model's scores did not tell relevant reports from irrelevant ones. Points under
-    # `point_cutoff` x the best point's importance do not reach the reduce (given every point,
-    # the 0.5B reducer answered "does not say" on the demo). relevance_weight=0, point_cutoff=0
-    # is GraphRAG's rule: the model's score, score-0 points dropped. Chosen on the demo's
-    # question (bench/RESULTS.md, "Grounded map points").
+    # A point's importance: (1 - w) x the map model's score (0 for a finding it did not choose)
+    # + w x the point's query similarity, from the candidates' median (0) to the best (1)
+    # (search/grounding.py), since a 0.5B map model's choices and scores did not tell relevant
+    # findings from irrelevant ones. Points under `point_cutoff` x the best point's importance do
+    # not reach the reduce. relevance_weight=0, point_cutoff=0 is GraphRAG's rule: the model's
+    # chosen findings by its score, score-0 points dropped. Chosen on the demo's question
+    # (bench/RESULTS.md, "Grounded map points" and "Answers you can check").
     relevance_weight: float = 0.75
     point_cutoff: float = 0.6
     # Grounded (relevance_weight > 0), a question whose nearest finding has a lower query cosine,

@@ -258,9 +258,10 @@ class QueryEngine:
         config: GlobalConfig | None = None,
     ) -> SearchResult | StreamingResult:
         """Map the level's community reports (or, without reports, the RAPTOR tree's summaries:
-        GlobalConfig.source) to scored key points, reduce them to one answer.
+        GlobalConfig.source) to scored key points, their findings' own words, reduce them to one
+        answer.
 
-        LLM calls = map chunks + 1 (the reduce call is skipped when no point scored above 0;
+        LLM calls = map chunks + 1 (the reduce call is skipped when no point is important enough;
         the answer then says the index holds nothing relevant)."""
         return search_global(self, check_query(query), level, config or self.config.global_,
                              only_context=only_context, stream=stream)

@@ -5,12 +5,15 @@
   comprehensive), but each map call costs seconds to minutes on a local CPU model, so the
   default buys specificity only while the call count stays bounded; on a large graph it falls
   back to the root level (C0), which the paper found nearly as good at a fraction of the cost.
-- Map: the level's reports are shuffled and packed into chunks of `map_chunk_tokens`; one call
-  per chunk returns key points with 0-100 helpfulness scores, constrained by a JSON schema. An
-  invalid answer becomes one score-0 point (logged), never an exception.
-- Rank: each point's importance mixes the model's score with how similar the report it came
-  from is to the query (grounding.py: a small map model's scores alone did not tell relevant
-  reports from irrelevant ones); points under `point_cutoff` of the best one's are dropped.
+- Map: the level's reports are shuffled and their findings packed into chunks of
+  `map_chunk_tokens`; one call per chunk chooses the findings that help (by id, a JSON-schema
+  enum) with 0-100 helpfulness scores, so a key point is a finding's own words citing its
+  report. An invalid answer becomes one score-0 point (logged), never an exception.
+- Rank: every finding mapped is a candidate, its importance the model's score (0 when it was not
+  chosen) mixed with how near its words are to the query (grounding.py: a small map model's
+  choices and scores alone did not tell relevant findings from irrelevant ones); points under
+  `point_cutoff` of the best one's are dropped, and a query no finding is near
+  (`min_similarity`) that the model scored 0 throughout gets no reduce.
 - Reduce: the rest, most important first, until the reduce budget is full; one more call
   writes the answer citing reports. Calls = map chunks + 1.
 - Pre-filter (optional): keep only the reports most similar to the query (embedding cosine),
