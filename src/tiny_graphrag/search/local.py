@@ -68,7 +68,6 @@ class LocalRetriever:
         self.hybrid = hybrid
         # The deepest (most specific) community of each entity whose report exists.
         self._community_of: dict[str, Community] = {}
-        self._communities = {c.id: c for c in communities}
         for c in sorted(communities, key=lambda c: c.level):
             if reported is not None and c.id not in reported:
                 continue

@@ -77,17 +77,11 @@ class HybridRetriever:
         self.vectors = chunk_vectors
         self.fusion = fusion or FusionConfig()
 
-    def dense(self, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self.vectors.search(query_vector, k)
-
-    def keyword(self, query: str, k: int) -> list[tuple[str, float]]:
-        text = keyword_query(query)
-        return self.store.keyword_search(text, k) if text else []
-
     def rank(self, query: str, query_vector: np.ndarray, *, fusion: FusionConfig | None = None) -> Ranked:
         f = fusion or self.fusion
-        dense = self.dense(query_vector, f.depth) if f.dense_weight > 0 else []
-        keyword = self.keyword(query, f.depth) if f.keyword_weight > 0 else []
+        words = keyword_query(query)
+        dense = self.vectors.search(query_vector, f.depth) if f.dense_weight > 0 else []
+        keyword = self.store.keyword_search(words, f.depth) if f.keyword_weight > 0 and words else []
         return Ranked(tuple(dense), tuple(keyword), tuple(fuse(dense, keyword, f)))
 
 
