@@ -57,7 +57,7 @@ def sources_containing(answer: str, sources: Sources, query: str, limit: int = M
     then the evidence a reader can check it against. An answer that is a sentence rarely
     matches word for word, so it gets no citation rather than a loose one.
     """
-    first = strip_citations(answer).strip().splitlines()[0] if strip_citations(answer).strip() else ""
+    first = (strip_citations(answer).strip().splitlines() or [""])[0]
     want = _words(first)
     if not want or says_not_in_context(first):
         return []

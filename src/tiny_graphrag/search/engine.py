@@ -266,7 +266,6 @@ class QueryEngine:
         return search_global(self, check_query(query), level, config or self.config.global_,
                              only_context=only_context, stream=stream)
 
-
     def tree_search(
         self, query: str, *, strategy: str | None = None, only_context: bool = False, stream: bool = False,
         config: TreeSearchConfig | None = None,
