@@ -16,7 +16,7 @@ from ..store import IndexStore
 from .config import FusionConfig, NaiveConfig
 from .context import build_naive_context
 from .fusion import peak_weight, reciprocal_rank_fusion, score_fusion
-from .prompts import NAIVE_CITATIONS, answer_messages
+from .prompts import NAIVE_CITATIONS
 from .result import SearchResult, StreamingResult
 from .vectors import VectorIndex
 
@@ -90,7 +90,7 @@ def search_naive(
 ) -> SearchResult | StreamingResult:
     run = engine.begin("naive", query, only_context=only_context)
     answer_tokens = engine.config.answer_max_tokens
-    room = run.room(answer_messages("", query, NAIVE_CITATIONS), answer_tokens, "answer")
+    room = run.answer_room(NAIVE_CITATIONS, answer_tokens)
     with run.timer("embed_query"):
         qvec = engine.embed_query(query)
     with run.timer("retrieve"):
@@ -102,7 +102,4 @@ def search_naive(
         budget=room, section_tokens=dict(built.section_tokens),
         ranking={"dense": ranked.dense[:10], "keyword": ranked.keyword[:10], "fused": ranked.fused[:10]},
     )
-    if only_context:
-        return run.result(built)
-    messages = answer_messages(built.text, query, NAIVE_CITATIONS) if not built.empty else None
-    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream, cite=("Sources",))
+    return run.answer_context(built, NAIVE_CITATIONS, max_tokens=answer_tokens, stream=stream, cite=("Sources",))
