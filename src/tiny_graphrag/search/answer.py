@@ -17,7 +17,7 @@ from ..citations import check_citations, parse_citations, strip_citations
 from ..errors import InputError
 from ..llm import CHAT_TEMPLATE_MARGIN, LLM
 from .context import BuiltContext
-from .prompts import NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_grammar, prompt_tokens
+from .prompts import NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_grammar, answer_messages, prompt_tokens
 from .result import SearchResult, Sources, StreamingResult, Usage
 from .tokens import TokenCounter
 
@@ -57,7 +57,7 @@ def sources_containing(answer: str, sources: Sources, query: str, limit: int = M
     then the evidence a reader can check it against. An answer that is a sentence rarely
     matches word for word, so it gets no citation rather than a loose one.
     """
-    first = strip_citations(answer).strip().splitlines()[0] if strip_citations(answer).strip() else ""
+    first = (strip_citations(answer).strip().splitlines() or [""])[0]
     want = _words(first)
     if not want or says_not_in_context(first):
         return []
@@ -154,6 +154,20 @@ class SearchRun:
                 f"{max(room, 0)} tokens would be left for data. Shorten the query, or raise --n-ctx (LLMConfig.n_ctx in Python)."
             )
         return min(room, int(self.context_tokens)) if self.context_tokens else room
+
+    def answer_room(self, citations: str, max_tokens: int) -> int:
+        """`room` in the answer prompt of a one-call search (naive, local, tree)."""
+        return self.room(answer_messages("", self.query, citations), max_tokens, "answer")
+
+    def answer_context(
+        self, built: BuiltContext, citations: str, *, max_tokens: int, stream: bool, cite: Sequence[str]
+    ) -> SearchResult | StreamingResult:
+        """The end of a one-call search: the context alone for `only_context`, else the answer
+        prompt over it (no call when it shows nothing)."""
+        if self.details["only_context"]:
+            return self.result(built)
+        messages = answer_messages(built.text, self.query, citations) if not built.empty else None
+        return self.answer(built, messages, max_tokens=max_tokens, stream=stream, cite=cite)
 
     def result(
         self,

@@ -18,6 +18,7 @@ is one module and one method here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -107,8 +108,6 @@ class QueryEngine:
         self.sid_of: dict[str, int] = dict(self.store.source_ids())
         self.globals = GlobalIndex(self.store.reports(), self._optional_vectors("reports"))
         self.reports_by_community = {r.community_id: r for r in self.globals.reports}
-        self._tree: TreeIndex | None = None  # the RAPTOR tree, loaded on first use (self.tree)
-        self._tree_globals: GlobalIndex | None = None  # its summaries as a report table (self.tree_globals)
         self.communities = self.store.communities()
         self.graph_index = GraphIndex(self.graph, entity_vectors=self.entity_vectors)
         self.linker = EntityLinker(self.graph, self.entity_vectors)
@@ -121,20 +120,16 @@ class QueryEngine:
         log.info("query engine for %s ready in %.1fs", self.path, self.load_seconds)
 
     # ---- loading ------------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def tree(self) -> TreeIndex:
-        """The index's RAPTOR tree (summaries and their vectors), read once; an InputError naming
-        the build option when the index has none."""
-        if self._tree is None:
-            self._tree = TreeIndex.load(self)
-        return self._tree
+        """The index's RAPTOR tree (summaries and their vectors), read on first use; an InputError
+        naming the build option when the index has none."""
+        return TreeIndex.load(self)
 
-    @property
+    @functools.cached_property
     def tree_globals(self) -> GlobalIndex:
         """The tree's summaries as the report table global search maps (top layer = level 0)."""
-        if self._tree_globals is None:
-            self._tree_globals = tree_as_reports(list(self.tree.nodes.values()), self.tree.vectors)
-        return self._tree_globals
+        return tree_as_reports(list(self.tree.nodes.values()), self.tree.vectors)
 
     def _embedder_for(self, info: dict, given: str | os.PathLike | None, device: str | None) -> Embedder:
         if given is not None:
@@ -265,7 +260,6 @@ class QueryEngine:
         the answer then says the index holds nothing relevant)."""
         return search_global(self, check_query(query), level, config or self.config.global_,
                              only_context=only_context, stream=stream)
-
 
     def tree_search(
         self, query: str, *, strategy: str | None = None, only_context: bool = False, stream: bool = False,

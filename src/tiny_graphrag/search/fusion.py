@@ -26,18 +26,15 @@ def reciprocal_rank_fusion(
         raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
-    scores: dict[T, float] = {}
-    first_seen: dict[T, int] = {}
+    scores: dict[T, float] = {}  # first appearance first: the stable sort keeps that order among ties
     for ranking, weight in zip(rankings, weights):
         seen: set[T] = set()
         for rank, doc in enumerate(ranking, start=1):
             if doc in seen:
                 continue
             seen.add(doc)
-            first_seen.setdefault(doc, len(first_seen))
             scores[doc] = scores.get(doc, 0.0) + weight / (k + rank)
-    fused = sorted(scores.items(), key=lambda item: (-item[1], first_seen[item[0]]))
-    return fused[:limit] if limit is not None else fused
+    return sorted(scores.items(), key=lambda item: -item[1])[:limit]
 
 
 def score_fusion(
@@ -58,12 +55,10 @@ def score_fusion(
         raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
     if any(w < 0 for w in weights):
         raise ValueError(f"fusion weights must be >= 0, got {list(weights)}")
-    scores: dict[T, float] = {}
-    first_seen: dict[T, int] = {}
+    scores: dict[T, float] = {}  # first appearance first: the stable sort keeps that order among ties
     for ranking, weight in zip(rankings, weights):
         best: dict[T, float] = {}
         for doc, s in ranking:
-            first_seen.setdefault(doc, len(first_seen))
             scores.setdefault(doc, 0.0)
             if doc not in best or s > best[doc]:
                 best[doc] = float(s)
@@ -74,8 +69,7 @@ def score_fusion(
             continue
         for doc, s in best.items():
             scores[doc] += weight * (s - lo) / (hi - lo)
-    fused = sorted(scores.items(), key=lambda item: (-item[1], first_seen[item[0]]))
-    return fused[:limit] if limit is not None else fused
+    return sorted(scores.items(), key=lambda item: -item[1])[:limit]
 
 
 def peak_weight(scores: Sequence[float], backoff: float, rank: int = 5) -> float:

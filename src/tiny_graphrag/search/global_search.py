@@ -37,7 +37,6 @@ from ..citations import parse_citations
 from ..errors import InputError
 from ..llm import LLM
 from ..records import Report, TreeNode
-from ..tables import Count
 from .answer import CallMeter
 from .config import GlobalConfig
 from .context import (
@@ -47,6 +46,7 @@ from .context import (
 from .grounding import Grounding, ground_points
 from .prompts import map_messages, map_schema, reduce_messages
 from .result import SearchResult, Sources, StreamingResult
+from .tokens import TokenCounter
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -153,14 +153,15 @@ class GlobalIndex:
     def at_level(self, level: int) -> list[tuple[int, Report]]:
         return [(self.id_of[r.community_id], r) for r in self.reports if r.level == level]
 
-    def choose_level(self, config: GlobalConfig, chunk_tokens: int, count: Count, counter_name: str) -> int:
+    def choose_level(self, config: GlobalConfig, chunk_tokens: int, counter: TokenCounter) -> int:
         """The deepest level needing at most `max_map_chunks` map calls, else the root level."""
         levels = self.levels
         best = levels[0]
         for level in levels:
-            key = (level, chunk_tokens, counter_name)
+            key = (level, chunk_tokens, counter.name)
             if key not in self._batch_counts:
-                self._batch_counts[key] = len(pack_report_batches(self.at_level(level), chunk_tokens, count, seed=None))
+                batches = pack_report_batches(self.at_level(level), chunk_tokens, counter, seed=None)
+                self._batch_counts[key] = len(batches)
             if self._batch_counts[key] <= config.max_map_chunks:
                 best = level
         return best
@@ -265,7 +266,7 @@ def search_global(
     reduce_room = run.room(reduce_messages("", query), config.reduce_max_tokens, "reduce")
 
     with run.timer("context"):
-        chosen = level if level is not None else globals_.choose_level(config, chunk_tokens, counter, counter.name)
+        chosen = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
         at_level = globals_.at_level(chosen)
         qvec = None
         if config.prefilter_top is not None or config.prefilter_min_similarity is not None:

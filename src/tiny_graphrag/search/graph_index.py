@@ -69,7 +69,7 @@ MAX_SYNONYM_ENTITIES = 50_000
 
 
 class GraphIndex:
-    def __init__(self, graph, chunk_ids: list[str] | None = None, entity_vectors: VectorIndex | None = None):
+    def __init__(self, graph, entity_vectors: VectorIndex | None = None):
         from scipy import sparse
 
         self.graph = graph
@@ -90,13 +90,9 @@ class GraphIndex:
         cols = [b for a, b in pair_weight] + [a for a, b in pair_weight]
         vals = list(pair_weight.values()) * 2
         self.adjacency = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)
-        self.strength = np.asarray(self.adjacency.sum(axis=1)).reshape(-1)
-        self.degree = np.array([graph.degree(k) for k in self.keys], dtype=np.int64)
 
-        # Which chunks mention which entities (from the nodes' provenance).
+        # Which chunks mention which entities (from the nodes' provenance), chunks numbered as first met.
         chunk_of: dict[str, int] = {}
-        if chunk_ids is not None:
-            chunk_of = {c: i for i, c in enumerate(chunk_ids)}
         node_chunks: list[list[str]] = []
         m_rows: list[int] = []
         m_cols: list[int] = []
@@ -104,14 +100,10 @@ class GraphIndex:
             chunks = list(dict.fromkeys(p[1] for p in graph.nodes[key].get("provenance", ()) if len(p) > 1))
             node_chunks.append(chunks)
             for c in chunks:
-                if c not in chunk_of:
-                    chunk_of[c] = len(chunk_of)
-                m_rows.append(chunk_of[c])
+                m_rows.append(chunk_of.setdefault(c, len(chunk_of)))
                 m_cols.append(i)
         self.node_chunks = node_chunks
-        self.chunk_ids: list[str] = [None] * len(chunk_of)  # type: ignore[list-item]
-        for c, i in chunk_of.items():
-            self.chunk_ids[i] = c
+        self.chunk_ids: list[str] = list(chunk_of)
         self.membership = sparse.csr_matrix(
             (np.ones(len(m_rows)), (m_rows, m_cols)), shape=(len(chunk_of), n), dtype=np.float64
         )
@@ -121,15 +113,10 @@ class GraphIndex:
         self._synonyms: dict[float, object] = {}
 
         # Citation ids (hids) back to graph elements, to resolve ids quoted inside reports.
-        self.node_by_hid: dict[int, str] = {}
-        for key in self.keys:
-            hid = graph.nodes[key].get("hid")
-            if hid is not None:
-                self.node_by_hid[int(hid)] = key
-        self.edge_by_hid: dict[int, tuple[str, str, str]] = {}
-        for u, v, k, d in graph.edges(keys=True, data=True):
-            if d.get("hid") is not None:
-                self.edge_by_hid[int(d["hid"])] = (u, v, k)
+        self.node_by_hid: dict[int, str] = {
+            int(d["hid"]): key for key, d in graph.nodes(data=True) if d.get("hid") is not None}
+        self.edge_by_hid: dict[int, tuple[str, str, str]] = {
+            int(d["hid"]): (u, v, k) for u, v, k, d in graph.edges(keys=True, data=True) if d.get("hid") is not None}
         log.debug("graph index: %d entities, %d links, %d chunks", n, len(pair_weight), len(chunk_of))
 
     def __len__(self) -> int:
@@ -185,18 +172,14 @@ class GraphIndex:
         if synonym_similarity not in self._walks:
             from scipy import sparse
 
-            n = len(self.keys)
             adjacency = self.adjacency
             if synonym_similarity is not None:
                 adjacency = adjacency + self.synonym_links(synonym_similarity)
             m = self.membership  # chunks x entities
-            if m.shape[0]:
-                full = sparse.bmat([[adjacency, m.T], [m, None]], format="csr")
-            else:
-                full = adjacency.tocsr()
+            full = sparse.bmat([[adjacency, m.T], [m, None]], format="csr") if m.shape[0] else adjacency.tocsr()
             strength = np.asarray(full.sum(axis=1)).reshape(-1)
             self._walks[synonym_similarity] = (full.T.tocsr(), strength)
-            log.debug("walk graph: %d entities + %d chunks", n, m.shape[0])
+            log.debug("walk graph: %d entities + %d chunks", len(self.keys), m.shape[0])
         return self._walks[synonym_similarity]
 
     def personalized_pagerank(

@@ -37,7 +37,6 @@ def _is_linkable(norm: str) -> bool:
 
 class EntityLinker:
     def __init__(self, graph, entity_vectors: VectorIndex | None):
-        self._normalize = normalize_name
         self.vectors = entity_vectors
         self.by_name: dict[str, str] = {}
         longest = 1
@@ -45,7 +44,7 @@ class EntityLinker:
             names = [key, data.get("name", "")] + list(data.get("aliases", ()))
             for name in names:
                 norm = normalize_name(str(name))
-                if norm and _is_linkable(norm):
+                if _is_linkable(norm):
                     self.by_name.setdefault(norm, key)  # the node's own key wins over another's alias
                     longest = max(longest, len(norm.split()))
         self.max_ngram = min(longest, MAX_NGRAM)
@@ -64,8 +63,8 @@ class EntityLinker:
                 if any(used[i : i + n]):
                     continue
                 phrase = " ".join(tokens[i : i + n])
-                norm = self._normalize(phrase)
-                if not norm or not _is_linkable(norm):
+                norm = normalize_name(phrase)
+                if not _is_linkable(norm):
                     continue
                 key = self.by_name.get(norm)
                 if key is not None:

@@ -32,7 +32,7 @@ from .context import build_local_context, nested_sources
 from .graph_index import GraphIndex, top_candidates
 from .linking import EntityLinker, LinkedEntity
 from .naive import HybridRetriever, Ranked
-from .prompts import LOCAL_CITATIONS, answer_messages
+from .prompts import LOCAL_CITATIONS
 from .result import SearchResult, StreamingResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,7 +68,6 @@ class LocalRetriever:
         self.hybrid = hybrid
         # The deepest (most specific) community of each entity whose report exists.
         self._community_of: dict[str, Community] = {}
-        self._communities = {c.id: c for c in communities}
         for c in sorted(communities, key=lambda c: c.level):
             if reported is not None and c.id not in reported:
                 continue
@@ -205,7 +204,7 @@ def search_local(
 ) -> SearchResult | StreamingResult:
     run = engine.begin("local", query, only_context=only_context)
     answer_tokens = engine.config.answer_max_tokens
-    room = run.room(answer_messages("", query, LOCAL_CITATIONS), answer_tokens, "answer")
+    room = run.answer_room(LOCAL_CITATIONS, answer_tokens)
     with run.timer("embed_query"):
         qvec = engine.embed_query(query)
     with run.timer("link"):
@@ -244,7 +243,4 @@ def search_local(
             for e in cand.linked
         ],
     )
-    if only_context:
-        return run.result(built)
-    messages = answer_messages(built.text, query, LOCAL_CITATIONS) if not built.empty else None
-    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream, cite=("Sources",))
+    return run.answer_context(built, LOCAL_CITATIONS, max_tokens=answer_tokens, stream=stream, cite=("Sources",))

@@ -16,7 +16,7 @@ from ..store import IndexStore
 from .config import FusionConfig, NaiveConfig
 from .context import build_naive_context
 from .fusion import peak_weight, reciprocal_rank_fusion, score_fusion
-from .prompts import NAIVE_CITATIONS, answer_messages
+from .prompts import NAIVE_CITATIONS
 from .result import SearchResult, StreamingResult
 from .vectors import VectorIndex
 
@@ -77,17 +77,11 @@ class HybridRetriever:
         self.vectors = chunk_vectors
         self.fusion = fusion or FusionConfig()
 
-    def dense(self, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self.vectors.search(query_vector, k)
-
-    def keyword(self, query: str, k: int) -> list[tuple[str, float]]:
-        text = keyword_query(query)
-        return self.store.keyword_search(text, k) if text else []
-
     def rank(self, query: str, query_vector: np.ndarray, *, fusion: FusionConfig | None = None) -> Ranked:
         f = fusion or self.fusion
-        dense = self.dense(query_vector, f.depth) if f.dense_weight > 0 else []
-        keyword = self.keyword(query, f.depth) if f.keyword_weight > 0 else []
+        words = keyword_query(query)
+        dense = self.vectors.search(query_vector, f.depth) if f.dense_weight > 0 else []
+        keyword = self.store.keyword_search(words, f.depth) if f.keyword_weight > 0 and words else []
         return Ranked(tuple(dense), tuple(keyword), tuple(fuse(dense, keyword, f)))
 
 
@@ -96,7 +90,7 @@ def search_naive(
 ) -> SearchResult | StreamingResult:
     run = engine.begin("naive", query, only_context=only_context)
     answer_tokens = engine.config.answer_max_tokens
-    room = run.room(answer_messages("", query, NAIVE_CITATIONS), answer_tokens, "answer")
+    room = run.answer_room(NAIVE_CITATIONS, answer_tokens)
     with run.timer("embed_query"):
         qvec = engine.embed_query(query)
     with run.timer("retrieve"):
@@ -108,7 +102,4 @@ def search_naive(
         budget=room, section_tokens=dict(built.section_tokens),
         ranking={"dense": ranked.dense[:10], "keyword": ranked.keyword[:10], "fused": ranked.fused[:10]},
     )
-    if only_context:
-        return run.result(built)
-    messages = answer_messages(built.text, query, NAIVE_CITATIONS) if not built.empty else None
-    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream, cite=("Sources",))
+    return run.answer_context(built, NAIVE_CITATIONS, max_tokens=answer_tokens, stream=stream, cite=("Sources",))

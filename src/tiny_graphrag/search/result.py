@@ -78,28 +78,16 @@ class Sources:
         """Ids of the documents whose chunks are in the context, first seen first."""
         return tuple(dict.fromkeys(c.doc_id for c in self.chunks))
 
+    def _by_kind(self) -> dict[str, tuple]:
+        return {"sources": self.chunks, "reports": self.reports, "entities": self.entities,
+                "relationships": self.relationships}
+
     def citable(self) -> dict[str, set[int]]:
-        return {
-            "sources": {c.id for c in self.chunks},
-            "reports": {r.id for r in self.reports},
-            "entities": {e.id for e in self.entities},
-            "relationships": {r.id for r in self.relationships},
-        }
+        return {kind: {item.id for item in items} for kind, items in self._by_kind().items()}
 
     def resolve(self, kind: str, ident: int) -> str | None:
         """The text behind a cited id ("sources", "reports", "entities", "relationships"), or None."""
-        table = {
-            "sources": self.chunks,
-            "reports": self.reports,
-            "entities": self.entities,
-            "relationships": self.relationships,
-        }.get(kind.lower())
-        if table is None:
-            return None
-        for item in table:
-            if item.id == ident:
-                return item.text
-        return None
+        return next((item.text for item in self._by_kind().get(kind.lower(), ()) if item.id == ident), None)
 
     def merged(self, other: "Sources") -> "Sources":
         """The union of two source sets (first occurrence of an id wins)."""

@@ -19,7 +19,6 @@ from ..records import TreeNode
 from ..tables import Count, row
 from .config import TreeSearchConfig
 from .context import (REPORT_HEADER, SOURCE_HEADER, BuiltContext, join_sections, source_chunk)
-from .prompts import answer_messages
 from .result import SearchResult, SourceReport, Sources, StreamingResult
 from .vectors import VectorIndex
 
@@ -127,7 +126,7 @@ def search_tree(engine: QueryEngine, query: str, config: TreeSearchConfig, *, on
     tree = engine.tree
     run = engine.begin("tree", query, only_context=only_context)
     answer_tokens = engine.config.answer_max_tokens
-    room = min(run.room(answer_messages("", query, TREE_CITATIONS), answer_tokens, "answer"), config.context_tokens)
+    room = min(run.answer_room(TREE_CITATIONS, answer_tokens), config.context_tokens)
     with run.timer("embed_query"):
         qvec = engine.embed_query(query)
     with run.timer("retrieve"):
@@ -138,7 +137,5 @@ def search_tree(engine: QueryEngine, query: str, config: TreeSearchConfig, *, on
     run.details.update(budget=room, strategy=config.strategy, ranking=ranked[:10], **built.details)
     if not tree.nodes:
         run.notes.append("the index's tree has no summaries (too few chunks): tree search ranked the chunks alone")
-    if only_context:
-        return run.result(built)
-    messages = answer_messages(built.text, query, TREE_CITATIONS) if not built.empty else None
-    return run.answer(built, messages, max_tokens=answer_tokens, stream=stream, cite=("Sources", "Reports"))
+    return run.answer_context(built, TREE_CITATIONS, max_tokens=answer_tokens, stream=stream,
+                              cite=("Sources", "Reports"))
