@@ -173,7 +173,7 @@ def build_index(
 
 
 def _build(inputs, out_dir: Path, schema: Schema, config: BuildConfig, extractor, embedder, llm, progress: bool,
-           force: bool, previous: IndexStore | None, sync: bool, executor: Executor | None = None) -> BuildResult:
+           force: bool, previous: IndexStore | None, sync: bool, executor: Executor | None) -> BuildResult:
     if config.extraction.device not in (None, "cpu"):
         choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
     clean_stale_staging(out_dir)
@@ -210,9 +210,7 @@ def _resolve_schema(schema, entity_types, relation_types) -> Schema:
 
 def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: Schema, config: BuildConfig,
          cache: CallCache, extractor: Extractor | None, embedder: TextEmbedder | None, llm: LLM | None,
-         progress: bool, previous: IndexStore | None = None, sync: bool = False,
-         executor: Executor | None = None) -> BuildSummary:
-
+         progress: bool, previous: IndexStore | None, sync: bool, executor: Executor | None) -> BuildSummary:
     seconds: dict[str, float] = {}
     warnings: list[str] = []
     calls: dict[str, int] = {}
@@ -245,7 +243,8 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
         if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
             ex_config = replace(ex_config, spacy_label_map=dict(schema.spacy_labels))
         extractor = make_extractor(schema, ex_config, models_dir=config.models_dir)
-    if config.reports or config.tree.enabled:
+    uses_llm = config.reports or config.tree.enabled
+    if uses_llm:
         # Load the report model now: a missing or broken GGUF must fail before hours of extraction.
         if llm is None:
             llm = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
@@ -265,8 +264,7 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
     if executor is not None:  # before extraction: the executor may embed the chunks as it extracts them
         embedder = executor.embedder(embedder, chunk_text)
     embedder = CachedEmbedder(embedder, cache)  # an update embeds only new texts
-    llm_info = ({"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx}
-                if config.reports or config.tree.enabled else None)
+    llm_info = {"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx} if uses_llm else None
     current = settings(schema.to_dict(), config, extractor.describe(), embedder.describe(), llm_info)
     if previous is not None:  # before any model call: an index never mixes two settings
         check_settings(previous.manifest["settings"], current, str(previous.path))
@@ -364,7 +362,7 @@ def _run(inputs: Sequence[str | os.PathLike] | LoadedInputs, tmp: Path, schema: 
         store.close()
     for w in warnings:
         log.warning(w)
-    return replace(summary, seconds_per_stage=seconds)
+    return summary  # its seconds_per_stage is `seconds`, which now holds the "save" stage too
 
 
 def entity_text(data: Mapping[str, Any]) -> str:

@@ -49,6 +49,11 @@ def entity_description(node: dict) -> str:
     return f"{node['type']}, mentioned {node['mentions']} times" + (f"; also called {aliases}" if aliases else "")
 
 
+def _chunk_ids(provenance) -> list[str]:
+    """The chunks of (doc, chunk, start, end) provenance entries, each once, in order."""
+    return list(dict.fromkeys(p[1] for p in provenance))
+
+
 def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
     """The six GraphRAG tables as lists of row dicts."""
     graph = store.graph()
@@ -60,7 +65,7 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
     chunk_entities, chunk_edges = defaultdict(list), defaultdict(list)
     entities = []
     for k, d in graph.nodes(data=True):
-        units = list(dict.fromkeys(p[1] for p in d["provenance"]))
+        units = _chunk_ids(d["provenance"])
         for u in units:
             chunk_entities[u].append(k)
         entities.append({"id": k, "human_readable_id": d["hid"], "title": title[k], "type": d["type"],
@@ -69,7 +74,7 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
     relationships = []
     for u, v, d in graph.edges(data=True):
         rid = f"e{d['hid']}"
-        units = list(dict.fromkeys(p[1] for p in d["provenance"]))
+        units = _chunk_ids(d["provenance"])
         for c in units:
             chunk_edges[c].append(rid)
         relationships.append({"id": rid, "human_readable_id": d["hid"], "source": title[u], "target": title[v],
@@ -97,12 +102,12 @@ def _communities(store, graph, period) -> tuple[list[dict], list[dict]]:
     number = {c.id: n for n, c in enumerate(coms)}
     reports = {r.community_id: r for r in store.reports()}
     rows, report_rows = [], []
-    for c in coms:
-        n, report = number[c.id], reports.get(c.id)
+    for n, c in enumerate(coms):
+        report = reports.get(c.id)
         base = {"id": c.id, "human_readable_id": n, "community": n, "level": c.level,
                 "parent": number.get(c.parent, -1), "children": [number[x] for x in c.children],
                 "title": report.title if report else f"Community {n}"}
-        units = list(dict.fromkeys(p[1] for k in c.nodes for p in graph.nodes[k]["provenance"]))
+        units = _chunk_ids(p for k in c.nodes for p in graph.nodes[k]["provenance"])
         rows.append({**base, "entity_ids": list(c.nodes), "text_unit_ids": units, "period": period,
                      "relationship_ids": [f"e{graph.edges[e]['hid']}" for e in c.edges], "size": len(c.nodes)})
         if report:

@@ -68,9 +68,9 @@ def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = Fa
                 f"--out graphs/{out.stem or 'NAME'}"
             )
         if not is_index(real) and any(real.iterdir()):
-            if not (force and is_unfinished_index(real)):
-                hint = (" (it looks like an unfinished index: add --force to replace it)"
-                        if is_unfinished_index(real) else "")
+            unfinished = is_unfinished_index(real)
+            if not (force and unfinished):
+                hint = " (it looks like an unfinished index: add --force to replace it)" if unfinished else ""
                 raise OutputError(
                     f"--out {out_dir} is a folder that is not a tiny-graphrag index and is not empty{hint}; "
                     "nothing was changed. A build replaces only an existing index: choose a new or empty "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 def content_id(prefix: str, *parts: object) -> str:
@@ -129,7 +129,7 @@ class Report:
     summary: str
     rating: float
     rating_explanation: str
-    findings: tuple[Finding, ...] = field(default_factory=tuple)
+    findings: tuple[Finding, ...] = ()
     # True when the model's output was unusable and the report lists the members instead;
     # a default, so indexes stored before this field load unchanged.
     fallback: bool = False

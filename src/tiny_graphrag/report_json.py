@@ -74,12 +74,12 @@ def validate_report(data: Any) -> dict | None:
         return None
     findings = []
     for f in findings_in[:5]:
-        if not isinstance(f, dict) or not _clean(f.get("summary")):
+        if not isinstance(f, dict) or not (line := _clean(f.get("summary"))):
             continue
-        if _clean(f.get("explanation")):
-            findings.append({"summary": _clean(f["summary"]), "explanation": _clean(f["explanation"])})
+        if explained := _clean(f.get("explanation")):
+            findings.append({"summary": line, "explanation": explained})
         elif isinstance(f.get("source"), int) and not isinstance(f["source"], bool):  # a grounded finding
-            findings.append({"summary": _clean(f["summary"]), "source": f["source"]})
+            findings.append({"summary": line, "source": f["source"]})
     if not findings:
         return None
     return {

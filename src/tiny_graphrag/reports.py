@@ -25,14 +25,12 @@ from .report_prompt import report_messages, report_schema
 log = logging.getLogger(__name__)
 
 FALLBACK_EXPLANATION = "not rated: the model did not produce a valid report for this community"
-
-
 QUOTE_CHARS = 320  # a grounded finding quotes at most about two sentences of its source row
 
 
-def quote(text: str, limit: int = QUOTE_CHARS) -> str:
+def quote(text: str) -> str:
     """Whole sentences of a Sources row (a snippet around relationships, "..." where it was cut),
-    up to `limit` characters, without a cut sentence at either end when a whole one remains; a
+    up to QUOTE_CHARS characters, without a cut sentence at either end when a whole one remains; a
     longer first sentence is cut at a word with "…"."""
     spans = text.split("... ...")  # a row that quotes several spans: the first, on one line
     text = " ".join(spans[0].split())
@@ -46,10 +44,10 @@ def quote(text: str, limit: int = QUOTE_CHARS) -> str:
     if not sentences:
         return text
     start = sentences[0][0]
-    kept = [e for _, e in sentences if e - start <= limit]
+    kept = [e for _, e in sentences if e - start <= QUOTE_CHARS]
     if kept:
         return text[start : kept[-1]]
-    return text[start : start + limit].rsplit(" ", 1)[0] + "…"
+    return text[start : start + QUOTE_CHARS].rsplit(" ", 1)[0] + "…"
 
 
 def _to_report(community: Community, data: dict, context: ReportContext) -> Report:

@@ -82,7 +82,7 @@ class Schema:
         if "entity_types" not in data:
             raise SchemaError(f"{origin}: 'entity_types' is missing: list the entity labels to extract")
         ents = data["entity_types"]
-        if isinstance(ents, str) or not isinstance(ents, (list, tuple)):
+        if not isinstance(ents, (list, tuple)):
             raise SchemaError(f"{origin}: 'entity_types' must be a list of labels")
         rels_raw = data.get("relation_types", [])
         relations: list[RelationType] = []
@@ -191,7 +191,7 @@ def _label(value: Any, origin: str, what: str) -> str:
 
 
 def _labels(values: Any, origin: str, what: str) -> tuple[str, ...]:
-    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+    if not isinstance(values, (list, tuple)):
         raise SchemaError(f"{origin}: {what} must be a list of entity types")
     return tuple(_label(v, origin, f"entry of {what}") for v in values)
 
