@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tiny_graphrag.errors import SchemaError
+from tiny_graphrag.errors import MissingDependencyError, SchemaError
 from tiny_graphrag.schema import PRESETS, Schema
 
 TOML = """
@@ -38,6 +38,16 @@ def test_schema_files(tmp_path, suffix, text):
     assert s.allows("related to", "Organization", "Organization")
     assert not s.allows("unknown", "Person", "Organization")
     assert Schema.from_dict(s.to_dict()) == s
+
+
+def test_yaml_schema_without_pyyaml_names_the_extra(tmp_path, monkeypatch):
+    # The file is fine: the error must say what to install, not that it "could not be parsed".
+    monkeypatch.setitem(__import__("sys").modules, "yaml", None)  # `import yaml` raises ImportError
+    p = tmp_path / "schema.yaml"
+    p.write_text(YAML, encoding="utf-8")
+    with pytest.raises(MissingDependencyError, match=r"tiny-graphrag\[yaml\]") as info:
+        Schema.from_file(p)
+    assert "could not be parsed" not in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import SchemaError, listing, require
+from .errors import MissingDependencyError, SchemaError, listing, require
 
 _TOP_KEYS = {"entity_types", "relation_types", "name", "description", "spacy_labels"}
 _RELATION_KEYS = {"allowed_head", "allowed_tail", "description"}
@@ -140,7 +140,7 @@ class Schema:
                 data = json.loads(raw)
             else:
                 raise SchemaError(f"schema file {path}: unsupported extension '{suffix}'; use .toml, .yaml or .json")
-        except SchemaError:
+        except (SchemaError, MissingDependencyError):  # PyYAML missing: the file may be fine, say what to install
             raise
         except UnicodeDecodeError as exc:
             raise SchemaError(f"schema file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from exc
