@@ -121,6 +121,23 @@ def test_chosen_findings_become_points_in_their_own_words():
     assert not valid and points[0].description == INVALID_MAP_ANSWER
 
 
+def test_a_sentence_two_reports_quote_is_one_candidate():
+    """Communities share source text, so two reports can quote one sentence: grounded, it is one
+    candidate (the copy the map model voted for), not one per report."""
+    from tiny_graphrag.search.config import GlobalConfig
+    from tiny_graphrag.search.context import MapBatch
+    from tiny_graphrag.search.global_search import MapAnswer, _candidates, parse_map_answer
+
+    same = "Obama signed the Affordable Care Act in 2010."
+    batches = [MapBatch("", (0, 1), 0, (("0.1", 0, same), ("1.1", 1, "Other news."))),
+               MapBatch("", (2,), 0, (("2.1", 2, same), ("2.2", 2, same.replace(" ", "  ", 1))))]
+    chosen = [parse_map_answer(json.dumps({"points": [{"finding": "1.1", "score": 10}]}), 0, batches[0].findings)[0],
+              parse_map_answer(json.dumps({"points": [{"finding": "2.1", "score": 60}]}), 1, batches[1].findings)[0]]
+    answers = [MapAnswer(i, tuple(p), True, "") for i, p in enumerate(chosen)]
+    got = [(p.description, p.score) for p in _candidates(answers, batches, GlobalConfig(relevance_weight=0.75))]
+    assert got == [("Other news. [Data: Reports (1)]", 10), (f"{same} [Data: Reports (2)]", 60)]
+
+
 @pytest.mark.parametrize("cut", [0, 1, 25, 50])
 def test_a_cut_off_map_answer_keeps_its_complete_points(cut):
     from tiny_graphrag.search.global_search import parse_map_answer

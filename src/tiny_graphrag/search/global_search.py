@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..citations import parse_citations
+from ..citations import parse_citations, strip_citations
 from ..errors import InputError
 from ..llm import LLM
 from ..records import Report, TreeNode
@@ -226,16 +226,20 @@ def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalCon
 
 def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], config: GlobalConfig) -> list[KeyPoint]:
     """The map model's points, and, when points are grounded, every other finding of the mapped
-    batches with a vote of 0 (a small model's choices missed the relevant ones: grounding.py)."""
+    batches with a vote of 0 (a small model's choices missed the relevant ones: grounding.py).
+    Grounded, a sentence is one candidate however many reports quote it (communities share
+    source text): its best-voted copy, else its first."""
     points = [p for a in answers for p in a.points]
     if config.relevance_weight <= 0:
         return points
-    seen = {p.description for p in points}
-    for i, batch in enumerate(batches):
-        for _, rid, text in batch.findings:
-            if finding_point(rid, text) not in seen:
-                points.append(KeyPoint(finding_point(rid, text), 0, i, report=rid))
-    return points
+    points += [KeyPoint(finding_point(rid, text), 0, i, report=rid)
+               for i, batch in enumerate(batches) for _, rid, text in batch.findings]
+    best: dict[str, KeyPoint] = {}
+    for p in points:
+        key = " ".join(strip_citations(p.description).split())
+        if key not in best or p.score > best[key].score:
+            best[key] = p
+    return list(best.values())
 
 
 def _grounded(engine: QueryEngine, points: list[KeyPoint], qvec: np.ndarray | None, query: str,
