@@ -20,7 +20,7 @@ from tiny_graphrag.llm import LLM, CachedLLM, ContextWindowError, LlamaCppLLM, o
 from tiny_graphrag.citations import parse_citations
 from tiny_graphrag.records import Community
 from tiny_graphrag.report_context import SourceText, build_report_context
-from tiny_graphrag.report_prompt import REPORT_SCHEMA, report_messages
+from tiny_graphrag.report_prompt import REPORT_SCHEMA, report_messages, report_schema
 from tiny_graphrag.reports import generate_reports
 
 N_CTX = 2048
@@ -110,6 +110,13 @@ def test_a_grammar_is_in_the_key_and_reaches_only_backends_that_take_it():
     old = CachedLLM(OldBackend(), None)
     assert old.complete(HELLO, grammar="root ::= [a-z]+\n", max_tokens=8).text.startswith("echo")
     assert list(old.stream(HELLO, grammar="root ::= [a-z]+\n", max_tokens=9)) == ["ok"]  # not the cached one
+
+    class HalfNewBackend(OldBackend):  # `grammar` added to complete only: stream still gets calls without it
+        def complete(self, messages, *, schema=None, grammar=None, max_tokens=512, temperature=0.0):
+            return FakeBackend().complete(messages, schema=schema, max_tokens=max_tokens)
+
+    half = CachedLLM(HalfNewBackend(), None)
+    assert list(half.stream(HELLO, grammar="root ::= [a-z]+\n", max_tokens=9)) == ["ok"]
 
 
 # -- the llama.cpp backend --------------------------------------------------------------------
@@ -203,11 +210,13 @@ def test_schema_constrained_report_parses(llm):
     budget = llm.n_ctx - 600
     context = build_report_context(community, g, sources, llm.count_tokens, budget)
     assert context.n_tokens <= budget
-    out = llm.complete(report_messages(context.text), schema=REPORT_SCHEMA, max_tokens=600)
+    # Asked as generate_report asks it: a context with Sources rows gets the grounded prompt and schema.
+    schema = report_schema(600, context.source_ids)
+    out = llm.complete(report_messages(context.text, grounded=bool(context.sources)), schema=schema, max_tokens=600)
     assert not out.cached and out.prompt_tokens > context.n_tokens  # the chat template adds tokens
     assert out.prompt_tokens <= context.n_tokens + 64  # ... within the reports' margin
     if out.finish_reason == "stop":
-        check_schema(json.loads(out.text), REPORT_SCHEMA)
+        check_schema(json.loads(out.text), schema)
     else:  # the grammar still forced a JSON prefix: the report generator repairs such output
         assert out.finish_reason == "length" and out.text.lstrip().startswith("{")
 

@@ -124,7 +124,7 @@ def test_budget_never_exceeded(graph_and_communities, count):
                 ctx = build_report_context(c, g, sources, count, budget, subs, communities=by_id)
             except ContextWindowError:
                 continue  # only when not even one element fits; checked below
-            n = prompt_tokens(report_messages(ctx.text), count)
+            n = prompt_tokens(report_messages(ctx.text, grounded=bool(ctx.sources)), count)  # as it is asked
             assert n == ctx.n_tokens
             assert n <= budget
             ids = table_ids(ctx.text)
@@ -619,3 +619,20 @@ def test_grounded_findings_quote_the_rows_the_model_chose(graph_and_communities)
     report = generate_report(leaf, context, FakeLLM(respond, n_ctx=4000), max_report_tokens=300)
     assert report.findings == (Finding("Node ties", f"{quote(shown)} [Data: Sources ({sid})]"),)
     assert quote(shown) in shown.replace("...", " ") or quote(shown).rstrip("…") in shown
+
+
+def test_a_grounded_context_counts_the_prompt_it_is_asked_with(graph_and_communities):
+    """A context with Sources rows is asked with the grounded prompt (longer than the free one):
+    its token count and its budget check are of that prompt, so it never runs over the budget."""
+    g, sources, comms = graph_and_communities
+    leaf = next(c for c in comms if c.level == max(x.level for x in comms) and c.edges)
+    words = lambda t: len(t.split())  # noqa: E731
+    context = build_report_context(leaf, g, sources, words, 2000)
+    assert context.sources
+    asked = prompt_tokens(report_messages(context.text, grounded=True), words)
+    assert asked > prompt_tokens(report_messages(context.text), words)
+    assert context.n_tokens == asked
+    # At a budget the free prompt would fit exactly, the grounded one must still fit.
+    budget = prompt_tokens(report_messages(context.text), words)
+    tight = build_report_context(leaf, g, sources, words, budget)
+    assert tight is None or prompt_tokens(report_messages(tight.text, grounded=bool(tight.sources)), words) <= budget

@@ -92,7 +92,7 @@ class _Builder:
         self.count = count
         self.sub_reports = sub_reports
         self.budget = budget
-        self.base = prompt_tokens(report_messages(""), count)
+        self.base = prompt_tokens(report_messages(""), count)  # render() checks the whole prompt as asked
         self._text = {s.sid: s.text for s in sources.values()}
 
     # -- elements ---------------------------------------------------------------------------
@@ -220,7 +220,7 @@ class _Builder:
             kept[title] = payloads
             left -= n
         text = "\n\n".join(sections)
-        n = prompt_tokens(report_messages(text), self.count)
+        n = prompt_tokens(report_messages(text, grounded="Sources" in kept), self.count)
         if n > budget:  # the tables fit one by one, not together with the separators and template
             return None
         return ReportContext(

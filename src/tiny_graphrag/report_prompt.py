@@ -77,15 +77,16 @@ REPORT_SYSTEM_PROMPT = (
     "knowledge graph, using only the data you are given."
 )
 
-# `{context}` is replaced literally (not str.format: the data may contain braces).
+# The placeholders are replaced literally (not str.format: the data may contain braces), `{context}`
+# last so that data cannot fill the others.
 REPORT_USER_PROMPT = """Write a report about the community described by the data below, as JSON with:
 - title: a short name for the community that names its key entities
 - summary: an executive summary of how the community's entities relate
 - rating: a number from 0 to 10 for how important the community is
 - rating_explanation: one sentence explaining the rating
-- findings: 1 to 5 key insights, each with a one-line summary and an explanation grounded in the data
+{findings}
 
-End each explanation with its evidence as [Data: Entities (ids); Relationships (ids); Sources (ids)], using only ids listed in the tables below. Do not invent facts or ids.
+End {evidence} with its evidence as [Data: Entities (ids); Relationships (ids); Sources (ids)], using only ids listed in the tables below. Do not invent facts or ids.
 
 {context}
 """
@@ -95,15 +96,14 @@ GROUNDED_FINDINGS = (
     "- findings: 1 to 5 key facts about the community, each the id of the Sources row that states it "
     "(source) and a one-line summary of that fact"
 )
-_FREE_FINDINGS = "- findings: 1 to 5 key insights, each with a one-line summary and an explanation grounded in the data"
+FREE_FINDINGS = "- findings: 1 to 5 key insights, each with a one-line summary and an explanation grounded in the data"
 
 
 def report_messages(context_text: str, grounded: bool = False) -> list[dict]:
     """The chat messages of one report request; `grounded`: findings are chosen Sources rows."""
-    user = REPORT_USER_PROMPT.replace("{context}", context_text)
-    if grounded:
-        user = user.replace(_FREE_FINDINGS, GROUNDED_FINDINGS).replace("End each explanation with its evidence",
-                                                                      "End the summary with its evidence")
+    user = (REPORT_USER_PROMPT.replace("{findings}", GROUNDED_FINDINGS if grounded else FREE_FINDINGS)
+            .replace("{evidence}", "the summary" if grounded else "each explanation")
+            .replace("{context}", context_text))
     return [{"role": "system", "content": REPORT_SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
