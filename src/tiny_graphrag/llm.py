@@ -94,7 +94,7 @@ class CachedLLM:
         self.calls = 0  # real model calls made through this wrapper
         self.cache_hits = 0  # calls answered from the cache
         # A backend written before `grammar` was part of the contract gets calls without it.
-        self._takes_grammar = _accepts(backend.complete, "grammar")
+        self._grammar_in = {m: _accepts(getattr(backend, m), "grammar") for m in ("complete", "stream")}
 
     name = property(lambda self: self.backend.name)
     fingerprint = property(lambda self: self.backend.fingerprint)
@@ -108,6 +108,9 @@ class CachedLLM:
 
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(text)
+
+    def _constraint(self, method: str, grammar: str | None) -> dict[str, str]:
+        return {"grammar": grammar} if grammar is not None and self._grammar_in[method] else {}
 
     def key(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float,
             grammar: str | None = None) -> str:
@@ -134,9 +137,8 @@ class CachedLLM:
         hit = self._lookup(key)
         if hit is not None:
             return Completion(**{**hit, "cached": True})
-        constraint = {"grammar": grammar} if grammar is not None and self._takes_grammar else {}
         result = self.backend.complete(messages, schema=schema, max_tokens=max_tokens, temperature=temperature,
-                                       **constraint)
+                                       **self._constraint("complete", grammar))
         self.calls += 1
         self._store(key, result)
         return result
@@ -152,8 +154,8 @@ class CachedLLM:
             yield hit["text"]
             return
         pieces: list[str] = []
-        constraint = {"grammar": grammar} if grammar is not None and self._takes_grammar else {}
-        run = self.backend.stream(messages, max_tokens=max_tokens, temperature=temperature, **constraint)
+        run = self.backend.stream(messages, max_tokens=max_tokens, temperature=temperature,
+                                  **self._constraint("stream", grammar))
         record: Completion | None = None
         started = False  # the model ran: a context-window error before the first piece is no call
         try:

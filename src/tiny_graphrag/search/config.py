@@ -46,7 +46,7 @@ class LocalConfig:
     # entities and relationships; what the tables leave goes to text. Reports are off by default:
     # with the 0.5B reader, local answers from text alone (and relationships, which a
     # co-occurrence graph has none of) were right more often than with reports and the entity
-    # table (bench/RESULTS.md, "Local contexts for small readers"); with a stronger reader,
+    # table (bench/RESULTS.md, "Answers you can check": held out on A Christmas Carol); with a stronger reader,
     # community_share=0.15 and entity_table=True give GraphRAG's context.
     text_share: float = 0.5
     community_share: float = 0.0

@@ -324,13 +324,14 @@ def search_global(
         points, grounding, min_score = _grounded(engine, _candidates(answers, batches, config), qvec, query, config)
     best_similarity = max((g.similarity for g in grounding if g is not None), default=None)
     vouched = any(p.model_score for p in points)  # the map model scored a point above 0 itself
-    if best_similarity is not None and best_similarity < config.min_similarity and not vouched:
-        min_score = 101  # neither the map model nor the embedder found anything: no point reaches the reduce
+    # Neither the map model nor the embedder found anything: no point reaches the reduce.
+    far = best_similarity is not None and best_similarity < config.min_similarity and not vouched
+    if far:
         run.notes.append(f"no finding is near the question (best query cosine {best_similarity:.2f} < "
                          f"GlobalConfig.min_similarity={config.min_similarity}) and the map model scored every "
                          "point 0: the reduce call was skipped")
     with run.timer("reduce_context"):
-        reduce_text, kept, reduce_tokens = build_reduce_context(points, reduce_room, counter, min_score)
+        reduce_text, kept, reduce_tokens = build_reduce_context([] if far else points, reduce_room, counter, min_score)
     details.update(
         invalid_map_answers=sum(1 for a in answers if not a.valid),
         points=[{"score": p.score, "model_score": p.score if p.model_score is None else p.model_score,
@@ -341,7 +342,7 @@ def search_global(
         reduce_context=reduce_text,
         reduce_tokens=reduce_tokens,
     )
-    if not kept and min_score <= 100:
+    if not kept and not far:
         run.notes.append("no map answer found anything helpful (every point's importance is 0): "
                          "the reduce call was skipped")
     # context_tokens of a global result: everything the model read, map batches and reduce points.
