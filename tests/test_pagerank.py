@@ -186,3 +186,58 @@ def test_a_graph_too_large_for_all_pairs_gets_no_synonym_links_and_a_warning(mon
     plain, _ = small.personalized_pagerank({"n01": 1.0}, damping=0.5)
     linked, _ = small.personalized_pagerank({"n01": 1.0}, damping=0.5, synonym_similarity=0.9)
     np.testing.assert_allclose(plain, linked)
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.3, 2.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cooccurrence_links_weigh_what_the_walk_is_told(seed, weight):
+    """Relations labelled as co-occurrence count `cooccurrence_weight` times their weight (0:
+    not at all); typed relations between the same entities are untouched."""
+    g = random_graph(seed)
+    index = GraphIndex(g, cooccurrence_relation="b")
+    seeds, chunk_seeds = {"n01": 1.0, "n16": 0.5}, {"c2": 0.3}
+    mass, chunk_mass = index.personalized_pagerank(seeds, chunk_seeds, damping=0.85, cooccurrence_weight=weight,
+                                                   iterations=1000, tol=1e-13)
+    scaled = nx.MultiDiGraph()
+    scaled.add_nodes_from(g.nodes(data=True))
+    for u, v, k, d in g.edges(keys=True, data=True):
+        w = d["weight"] * (weight if k == "b" else 1.0)
+        if w > 0:
+            scaled.add_edge(u, v, key=k, weight=w)
+    ref = reference_pagerank(scaled, seeds, chunk_seeds, 0.85)
+    np.testing.assert_allclose(mass, [ref[k] for k in index.keys], atol=1e-9)
+    np.testing.assert_allclose([chunk_mass.get(c, 0.0) for c in index.chunk_ids],
+                               [ref[("chunk", c)] for c in index.chunk_ids], atol=1e-9)
+    as_built, _ = GraphIndex(g).personalized_pagerank(seeds, chunk_seeds, damping=0.85, iterations=1000, tol=1e-13)
+    assert not np.allclose(as_built, mass)  # the weight changed the walk
+    same, _ = index.personalized_pagerank(seeds, chunk_seeds, damping=0.85, iterations=1000, tol=1e-13)
+    np.testing.assert_allclose(same, as_built, atol=1e-12)  # weight 1: the walk as built
+
+
+def test_the_engine_takes_the_cooccurrence_relation_from_the_index_manifest(tmp_path):
+    """A spaCy-built index records its co-occurrence label; the engine's walk keeps those links
+    apart (so LocalConfig.cooccurrence_weight applies to them), and a local search with weight 0
+    still reaches the chunks through the mentions."""
+    from tiny_graphrag import build_index
+    from tiny_graphrag.config import BuildConfig, ChunkingConfig, ExtractionConfig
+    from tiny_graphrag.search.config import LocalConfig, SearchConfig
+    from tiny_graphrag.search.engine import QueryEngine
+
+    (tmp_path / "a.txt").write_text("Barack Obama was born in Honolulu, Hawaii. Obama studied at Harvard Law School. "
+                                    "Michelle Obama grew up in Chicago.\n", encoding="utf-8")
+    config = BuildConfig(chunking=ChunkingConfig(max_tokens=24, overlap_tokens=0),
+                         extraction=ExtractionConfig(extractor="spacy"), reports=False)
+    build_index([tmp_path / "a.txt"], tmp_path / "idx", config=config, progress=False)
+    search = SearchConfig(local=LocalConfig(cooccurrence_weight=0.0))
+    with QueryEngine(tmp_path / "idx", config=search) as engine:
+        assert engine.cooccurrence_relation == "related to"
+        assert engine.graph_index.cooccurrence.nnz > 0 and engine.graph_index.adjacency.nnz == 0
+        result = engine.local_search("Where did Barack Obama study?", only_context=True)
+        assert result.details["linked_entities"] and "Harvard Law School" in result.context
+
+
+def test_cooccurrence_weight_must_not_be_negative():
+    from tiny_graphrag.search.config import LocalConfig
+
+    with pytest.raises(ValueError, match="cooccurrence_weight"):
+        LocalConfig(cooccurrence_weight=-1)

@@ -1,6 +1,6 @@
 """Assemble this folder's questions.json and corpus.json from HippoRAG's MuSiQue file.
 
-    python bench/data/musique/make.py MUSIQUE_JSON_OR_FRAGMENT [--out bench/data/musique]
+    python bench/data/musique/make.py MUSIQUE_JSON_OR_FRAGMENT [--out bench/data/musique] [--exclude QUESTIONS_JSON ...]
 
 The input is HippoRAG's `reproduce/dataset/musique.json` (a list of records with `question`,
 `answer`, `paragraphs`: [{title, paragraph_text, is_supporting}], one MuSiQue dev question
@@ -8,6 +8,8 @@ each), or any contiguous piece of it: every complete record in the text is read,
 at either end is skipped. MuSiQue paragraphs share titles (many "FC Barcelona" paragraphs), so
 each distinct paragraph is one passage, keyed by its title, and by "title (n)" for the n-th
 distinct paragraph under the same title; gold passages are the supporting paragraphs' keys.
+Records whose id is in an --exclude file's questions (another set made by this script) are
+left out, so two sets never share a question. JSON Lines input (one record a line) works too.
 """
 
 from __future__ import annotations
@@ -55,8 +57,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("source", type=Path)
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
+    ap.add_argument("--exclude", type=Path, nargs="*", default=[], help="questions.json files whose questions to leave out")
     args = ap.parse_args()
-    questions, corpus = assemble(records(args.source.read_text(encoding="utf-8")))
+    excluded = {q["_id"] for f in args.exclude for q in json.loads(f.read_text(encoding="utf-8"))}
+    recs = [r for r in records(args.source.read_text(encoding="utf-8")) if r["id"] not in excluded]
+    questions, corpus = assemble(recs)
     (args.out / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (args.out / "corpus.json").write_text(json.dumps(corpus, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{len(questions)} questions, {len(corpus)} passages")

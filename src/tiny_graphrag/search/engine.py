@@ -78,6 +78,8 @@ class QueryEngine:
         manifest = self.store.manifest
         build_config = manifest.get("config") or {}
         self.models_dir = models_dir if models_dir is not None else build_config.get("models_dir")
+        # The relation label the spaCy extractor gives names that only share a sentence (None: typed relations only).
+        self.cooccurrence_relation: str | None = (manifest.get("extractor") or {}).get("cooccurrence_relation")
         self._cache = cache
 
         # -- models ---------------------------------------------------------------------------
@@ -109,7 +111,8 @@ class QueryEngine:
         self.globals = GlobalIndex(self.store.reports(), self._optional_vectors("reports"))
         self.reports_by_community = {r.community_id: r for r in self.globals.reports}
         self.communities = self.store.communities()
-        self.graph_index = GraphIndex(self.graph, entity_vectors=self.entity_vectors)
+        self.graph_index = GraphIndex(self.graph, entity_vectors=self.entity_vectors,
+                                      cooccurrence_relation=self.cooccurrence_relation)
         self.linker = EntityLinker(self.graph, self.entity_vectors)
         self.hybrid = HybridRetriever(self.store, self.chunk_vectors, self.config.fusion)
         self.local = LocalRetriever(

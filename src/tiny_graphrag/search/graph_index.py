@@ -69,7 +69,7 @@ MAX_SYNONYM_ENTITIES = 50_000
 
 
 class GraphIndex:
-    def __init__(self, graph, entity_vectors: VectorIndex | None = None):
+    def __init__(self, graph, entity_vectors: VectorIndex | None = None, *, cooccurrence_relation: str | None = None):
         from scipy import sparse
 
         self.graph = graph
@@ -80,16 +80,18 @@ class GraphIndex:
 
         # Undirected weights summed over labels and directions: a relation links both ways for
         # retrieval, and several relations between two entities make the link stronger.
+        # Co-occurrence links (`cooccurrence_relation`, the spaCy extractor's "two names share a
+        # sentence") are kept apart, so the walk can weigh them on their own (cooccurrence_weight).
         pair_weight: dict[tuple[int, int], float] = defaultdict(float)
-        for u, v, data in graph.edges(data=True):
+        cooccurrence: dict[tuple[int, int], float] = defaultdict(float)
+        for u, v, k, data in graph.edges(keys=True, data=True):
             if u == v:
                 continue
             a, b = sorted((self.pos[u], self.pos[v]))
-            pair_weight[(a, b)] += float(data.get("weight", 1.0) or 1.0)
-        rows = [a for a, b in pair_weight] + [b for a, b in pair_weight]
-        cols = [b for a, b in pair_weight] + [a for a, b in pair_weight]
-        vals = list(pair_weight.values()) * 2
-        self.adjacency = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)
+            pairs = cooccurrence if cooccurrence_relation is not None and k == cooccurrence_relation else pair_weight
+            pairs[(a, b)] += float(data.get("weight", 1.0) or 1.0)
+        self.adjacency = _symmetric(pair_weight, n)
+        self.cooccurrence = _symmetric(cooccurrence, n)
 
         # Which chunks mention which entities (from the nodes' provenance), chunks numbered as first met.
         chunk_of: dict[str, int] = {}
@@ -109,7 +111,7 @@ class GraphIndex:
         )
         self.chunk_count = np.array([max(len(c), 1) for c in node_chunks], dtype=np.float64)
         self._chunk_pos = chunk_of
-        self._walks: dict[float | None, tuple] = {}
+        self._walks: dict[tuple[float | None, float], tuple] = {}
         self._synonyms: dict[float, object] = {}
 
         # Citation ids (hids) back to graph elements, to resolve ids quoted inside reports.
@@ -117,7 +119,8 @@ class GraphIndex:
             int(d["hid"]): key for key, d in graph.nodes(data=True) if d.get("hid") is not None}
         self.edge_by_hid: dict[int, tuple[str, str, str]] = {
             int(d["hid"]): (u, v, k) for u, v, k, d in graph.edges(keys=True, data=True) if d.get("hid") is not None}
-        log.debug("graph index: %d entities, %d links, %d chunks", n, len(pair_weight), len(chunk_of))
+        log.debug("graph index: %d entities, %d relation and %d co-occurrence links, %d chunks", n, len(pair_weight),
+                  len(cooccurrence), len(chunk_of))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -165,22 +168,25 @@ class GraphIndex:
         self._synonyms[min_similarity] = links
         return links
 
-    def _walk_matrix(self, synonym_similarity: float | None = None):
-        """Entities and chunks as one graph: relations between entities (plus synonym links when
-        `synonym_similarity` is set), and "mentions" links between a chunk and each entity it
-        mentions (HippoRAG 2's passage nodes)."""
-        if synonym_similarity not in self._walks:
+    def _walk_matrix(self, synonym_similarity: float | None = None, cooccurrence_weight: float = 1.0):
+        """Entities and chunks as one graph: relations between entities (co-occurrence links
+        times `cooccurrence_weight`, plus synonym links when `synonym_similarity` is set), and
+        "mentions" links between a chunk and each entity it mentions (HippoRAG 2's passage nodes)."""
+        key = (synonym_similarity, cooccurrence_weight)
+        if key not in self._walks:
             from scipy import sparse
 
             adjacency = self.adjacency
+            if cooccurrence_weight > 0 and self.cooccurrence.nnz:
+                adjacency = adjacency + cooccurrence_weight * self.cooccurrence
             if synonym_similarity is not None:
                 adjacency = adjacency + self.synonym_links(synonym_similarity)
             m = self.membership  # chunks x entities
             full = sparse.bmat([[adjacency, m.T], [m, None]], format="csr") if m.shape[0] else adjacency.tocsr()
             strength = np.asarray(full.sum(axis=1)).reshape(-1)
-            self._walks[synonym_similarity] = (full.T.tocsr(), strength)
+            self._walks[key] = (full.T.tocsr(), strength)
             log.debug("walk graph: %d entities + %d chunks", len(self.keys), m.shape[0])
-        return self._walks[synonym_similarity]
+        return self._walks[key]
 
     def personalized_pagerank(
         self,
@@ -189,6 +195,7 @@ class GraphIndex:
         *,
         damping: float = 0.5,
         synonym_similarity: float | None = None,
+        cooccurrence_weight: float = 1.0,
         iterations: int = 100,
         tol: float = 1e-8,
     ) -> tuple[np.ndarray, Mapping[str, float]]:
@@ -197,10 +204,11 @@ class GraphIndex:
         The walk follows a link (weighted relation, or chunk-mentions-entity) with probability
         `damping` and jumps back to the seeds otherwise (dead ends jump back too). Seeds are
         entities (`seeds`: key -> weight) and chunks (`chunk_seeds`: chunk id -> weight).
-        With `synonym_similarity`, entities that alike are linked too (synonym_links).
+        With `synonym_similarity`, entities that alike are linked too (synonym_links);
+        co-occurrence links weigh `cooccurrence_weight` times what they were extracted with.
         Returns (mass per entity, in `keys` order; mass per chunk id, non-zero only).
         """
-        adj_t, strength = self._walk_matrix(synonym_similarity)
+        adj_t, strength = self._walk_matrix(synonym_similarity, cooccurrence_weight)
         n_ent = len(self.keys)
         total = adj_t.shape[0]
         s = np.zeros(total)
@@ -224,3 +232,13 @@ class GraphIndex:
             if done:
                 break
         return x[:n_ent], ChunkMass(self.chunk_ids, self._chunk_pos, x[n_ent:])
+
+
+def _symmetric(pair_weight: Mapping[tuple[int, int], float], n: int):
+    """An n x n symmetric sparse matrix from weights of pairs (a, b), a < b."""
+    from scipy import sparse
+
+    rows = [a for a, b in pair_weight] + [b for a, b in pair_weight]
+    cols = [b for a, b in pair_weight] + [a for a, b in pair_weight]
+    vals = list(pair_weight.values()) * 2
+    return sparse.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)

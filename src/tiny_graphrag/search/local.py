@@ -6,7 +6,8 @@
    the best hybrid (dense + keyword) chunks (mass `passage_weight`); a neighbour ranks high
    when its relations to the seeds are heavy and it is mentioned where the seeds are, as in
    HippoRAG 2; entities whose vectors are nearly the same ("US", "United States") are linked
-   too (HippoRAG's synonymy edges, `synonym_similarity`).
+   too (HippoRAG's synonymy edges, `synonym_similarity`), and links that only say two names
+   share a sentence count `cooccurrence_weight` (0 by default: the mentions carry the walk).
 3. Rank: entities by PageRank mass (seeds first); relationships among them by weight and the
    endpoints' combined degree (GraphRAG's order); the most specific community of each entity,
    by the mass of its entities; chunks: the best `keep_text_top` hybrid ones first, then by
@@ -98,7 +99,7 @@ class LocalRetriever:
 
         mass, chunk_mass = self.index.personalized_pagerank(
             self._entity_seeds(linked, query_vector, config), _chunk_seeds(hybrid, config), damping=config.damping,
-            synonym_similarity=config.synonym_similarity)
+            synonym_similarity=config.synonym_similarity, cooccurrence_weight=config.cooccurrence_weight)
         entities = self._rank_entities(linked, mass, config.max_entities)
         relationships = self._rank_relationships([k for k, _ in entities])
         communities = self._rank_communities(entities)
@@ -229,7 +230,7 @@ def search_local(
             config=config,
             count=run.counter,
             # A co-occurrence graph's "related to" rows only repeat that names share a sentence.
-            omit_relations={(engine.store.manifest.get("extractor") or {}).get("cooccurrence_relation")} - {None},
+            omit_relations={engine.cooccurrence_relation} - {None},
         )
         built = dataclasses.replace(built, sources=nested_sources(built.sources, engine.store, engine.graph_index))
     nodes = engine.graph.nodes
