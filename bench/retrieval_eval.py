@@ -155,7 +155,7 @@ def _extractor(name: str, schema) -> tuple[Callable[[list], list], str, dict]:
                 raise
             log.warning("library spaCy extractor unavailable (%s); using the stand-in", exc)
     return (_standin_extract, "standin:en_core_web_sm+sentence-cooccurrence",
-            {"name": "standin", "cooccurrence_relation": "related to"})
+            {"extractor": "standin", "cooccurrence_relation": "related to"})
 
 
 _SPACY_TYPES = {
