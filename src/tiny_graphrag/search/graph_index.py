@@ -88,7 +88,8 @@ class GraphIndex:
             if u == v:
                 continue
             a, b = sorted((self.pos[u], self.pos[v]))
-            pairs = cooccurrence if cooccurrence_relation is not None and k == cooccurrence_relation else pair_weight
+            label = data.get("label", k)  # as the local context reads it
+            pairs = cooccurrence if cooccurrence_relation is not None and label == cooccurrence_relation else pair_weight
             pairs[(a, b)] += float(data.get("weight", 1.0) or 1.0)
         self.adjacency = _symmetric(pair_weight, n)
         self.cooccurrence = _symmetric(cooccurrence, n)
