@@ -123,6 +123,38 @@ def llm_share(ctx: Context, n_tokens: int) -> dict[str, Any]:
     }
 
 
+def thread_counts(path, prompt_tokens: int = 512, gen_tokens: int = 64) -> dict[str, Any]:
+    """Generation with llama-cpp-python's default thread count (half the logical CPUs) against
+    the library's (one per core: gguf.generation_threads), same model, same invocation: free
+    generation and one JSON-schema-constrained report call, whose outputs must be the same."""
+    import os
+
+    from tiny_graphrag.config import LLMConfig
+    from tiny_graphrag.gguf import generation_threads
+    from tiny_graphrag.llm import LlamaCppLLM
+    from tiny_graphrag.report_prompt import report_messages, report_schema
+
+    from .common import obama_text
+
+    base = LLMConfig(model=str(path), n_ctx=2048)
+    settings = {"llama_cpp_default": max((os.cpu_count() or 2) // 2, 1), "library_default": generation_threads(base)}
+    context = obama_text()[:1800]
+    out: dict[str, Any] = {"model": path.name, "cpus": os.cpu_count()}
+    for name, n in settings.items():
+        llm = LlamaCppLLM(LLMConfig(model=str(path), n_ctx=2048, n_threads=n))
+        raw = raw_throughput(llm, prompt_tokens, gen_tokens)
+        with stopwatch() as t:
+            report = llm.complete(report_messages(context), schema=report_schema(300), max_tokens=300, temperature=0.0)
+        out[name] = {"n_threads": n, "generation_tokens_per_s": raw["generation_tokens_per_s"],
+                     "prompt_tokens_per_s": raw["prompt_tokens_per_s"], "report_seconds": rnd(t["s"], 2),
+                     "report_completion_tokens": report.completion_tokens, "report_text": report.text}
+    a, b = out["llama_cpp_default"], out["library_default"]
+    out["generation_speedup"] = rnd(b["generation_tokens_per_s"] / a["generation_tokens_per_s"], 2)
+    out["report_speedup"] = rnd(a["report_seconds"] / b["report_seconds"], 2)
+    out["same_report"] = a["report_text"] == b["report_text"]
+    return out
+
+
 def run(ctx: Context) -> dict[str, Any]:
     from tiny_graphrag.llm import LlamaCppLLM
 
@@ -139,6 +171,10 @@ def run(ctx: Context) -> dict[str, Any]:
         "load_seconds": rnd(t_load["s"], 2),
         "raw": raw_throughput(llm, ctx.mode.llm_prompt_tokens, ctx.mode.llm_gen_tokens),
     }
+    from .answers import READER_FILE
+
+    reader = path.parent / READER_FILE  # the demo's report writer, when set-up assembled it
+    out["threads"] = thread_counts(reader if reader.exists() else path)
     if ctx.mode.llm_share_tokens:
         share = llm_share(ctx, ctx.mode.llm_share_tokens)
         out["build"] = share
@@ -155,6 +191,12 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
         ("prompt processing", f"{raw['prompt_tokens_per_s']} tok/s ({raw['prompt_tokens']} tokens)"),
         ("generation", f"{raw['generation_tokens_per_s']} tok/s ({raw['generated_tokens']} tokens)"),
     ]
+    th = r.get("threads")
+    if th:
+        rows.append((f"generation threads ({th['model']}, {th['cpus']} CPUs)",
+                     f"{th['library_default']['n_threads']} (ours) against {th['llama_cpp_default']['n_threads']} "
+                     f"(llama-cpp-python's default): generation x{th['generation_speedup']}, a constrained report "
+                     f"x{th['report_speedup']}, same report: {th['same_report']}"))
     b = r["build"]
     if isinstance(b, dict):
         rows.append(("report calls in the build (JSON schema)",

@@ -178,6 +178,9 @@ def test_query_context_tokens_caps_the_data_text_first(built):
     assert full.strip().startswith("-----Sources-----")  # the text first, the graph tables after
     proc = _cli(*args, "--context-tokens", "10", cwd=work, check=False)
     assert proc.returncode == 2 and "--context-tokens" in proc.stderr
+    # More than the window holds: cut, and the note says so (also with --only-context).
+    proc = _cli(*args, "--context-tokens", "3000", "--n-ctx", "1024", cwd=work)
+    assert "note: the data in the answer prompt was cut to" in proc.stderr and "n_ctx=1024" in proc.stderr
 
 
 def test_query_only_context_and_errors(built):

@@ -13,6 +13,7 @@ import networkx as nx
 import pytest
 from _fakes import FakeBackend
 
+from tiny_graphrag import gguf
 from tiny_graphrag.cache import CallCache, cache_key
 from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.errors import ModelLoadError, ModelNotFoundError
@@ -175,6 +176,44 @@ def test_protocol_and_loaded_once(llm, gemma_path):
     # The GGUF has no chat template (a base model): the architecture picks gemma's format.
     default = LlamaCppLLM(LLMConfig(model=str(gemma_path), n_ctx=N_CTX))
     assert default.chat_format == "gemma" and default.fingerprint == llm.fingerprint
+
+
+def fake_topology(root, cores):
+    """A /sys/devices/system/cpu tree: `cores[i]` = (package, core) of logical CPU i."""
+    for cpu, (package, core) in enumerate(cores):
+        topo = root / f"cpu{cpu}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text(f"{package}\n")
+        (topo / "core_id").write_text(f"{core}\n")
+    return root
+
+
+@pytest.mark.parametrize("cores, expected", [
+    ([(0, 0), (0, 1)], 2),  # two cores, one thread each (our machines): llama-cpp-python's default is 1
+    ([(0, 0), (0, 0), (0, 1), (0, 1)], 2),  # two cores with two hardware threads each
+    ([(0, 0), (1, 0)], 2),  # two sockets whose cores share an id
+])
+def test_physical_cores_counts_cores_not_hardware_threads(tmp_path, monkeypatch, cores, expected):
+    monkeypatch.setattr(gguf.os, "sched_getaffinity", lambda pid: set(range(len(cores))))
+    assert gguf.physical_cores(fake_topology(tmp_path, cores)) == expected
+    # Only the CPUs this process may run on count.
+    monkeypatch.setattr(gguf.os, "sched_getaffinity", lambda pid: {0})
+    assert gguf.physical_cores(tmp_path) == 1
+
+
+def test_physical_cores_is_none_without_a_readable_topology(tmp_path, monkeypatch):
+    monkeypatch.setattr(gguf.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert gguf.physical_cores(tmp_path / "missing") is None
+    assert gguf.generation_threads(LLMConfig(n_threads=3)) == 3  # a configured count wins
+
+
+def test_the_model_generates_on_every_core(llm):
+    """llama-cpp-python alone would generate on half the logical CPUs (one of our two cores)."""
+    expected = gguf.physical_cores()
+    if expected is None:
+        expected = llm._llama.n_threads  # no topology here: llama.cpp's own default is kept
+    assert llm._llama.n_threads == expected
+    assert llm._llama.context_params.n_threads == expected
 
 
 def test_count_tokens_is_the_models_tokenizer(llm):

@@ -358,6 +358,26 @@ def test_query_longer_than_the_window_is_an_error(index, embedder, mode):
             getattr(qe, f"{mode}_search")("why " * 600)
 
 
+@pytest.mark.parametrize("mode", ["local", "global", "naive"])
+def test_a_budget_the_window_cannot_hold_is_cut_with_a_note(index, embedder, mode):
+    """A context budget larger than n_ctx leaves is scaled down, and the result says so."""
+    config = SearchConfig(context_tokens=3000, global_=GlobalConfig(map_chunk_tokens=3000))
+    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=1024), embedder=embedder, config=config) as qe:
+        r = getattr(qe, f"{mode}_search")("Who worked with Charles Babbage?")
+        cut = [n for n in r.notes if "was cut to" in n]
+        assert cut and "below the 3000 configured" in cut[0] and "n_ctx=1024" in cut[0] and "--n-ctx" in cut[0]
+        room = int(cut[0].split("was cut to ")[1].split()[0])
+        assert room < 1024 - 200  # the window less the prompt and the output (200 map tokens, 500 answer tokens)
+        budget = r.details["map_chunk_tokens"] if mode == "global" else r.details["budget"]
+        assert budget == room
+    # A budget that fits is taken as configured, without a note.
+    config = SearchConfig(context_tokens=200, global_=GlobalConfig(map_chunk_tokens=200))
+    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder, config=config) as qe:
+        r = getattr(qe, f"{mode}_search")("Who worked with Charles Babbage?")
+        assert not [n for n in r.notes if "was cut to" in n]
+        assert (r.details["map_chunk_tokens"] if mode == "global" else r.details["budget"]) == 200
+
+
 def test_level_that_does_not_exist(engine):
     with pytest.raises(InputError, match=r"level 7 does not exist.*\[0, 1\]"):
         engine.global_search("themes?", level=7)

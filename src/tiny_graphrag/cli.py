@@ -180,6 +180,7 @@ def _query(args) -> None:
         print("----- context -----")
         print(result.context)
         if args.only_context:
+            _print_notes(result)  # e.g. a budget the window could not hold
             return
         print("----- answer -----")
     if args.json:
@@ -193,12 +194,16 @@ def _query(args) -> None:
         print(result.answer)  # citations checked: ids that are not in the context were removed
     if not args.json:
         _print_citations(result)
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
+    _print_notes(result)
     if result.invalid_citations and not args.json:
         removed = "; ".join(f"{kind.capitalize()} ({', '.join(map(str, ids))})"
                             for kind, ids in result.invalid_citations.items())
         print(f"note: removed citations of ids that are not in the context: {removed}", file=sys.stderr)
+
+
+def _print_notes(result) -> None:
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
 
 
 def _print_citations(result) -> None:

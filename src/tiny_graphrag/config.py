@@ -97,7 +97,7 @@ class LLMConfig:
     chat_format: str | None = None  # None: the template stored in the GGUF
     n_ctx: int = 4096
     n_gpu_layers: int | None = None  # None: -1 when llama.cpp has GPU offload, else 0
-    n_threads: int | None = None
+    n_threads: int | None = None  # generation threads; None: one per CPU core (gguf.generation_threads)
     seed: int = 0
     # No temperature: reports and answers decode greedily, which replaying them from the call
     # cache (and one cache key for `stream` and `complete`) relies on.

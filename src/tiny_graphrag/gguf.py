@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import struct
 import threading
 from pathlib import Path
@@ -61,6 +62,26 @@ def check_gguf(path: Path) -> None:
         )
 
 
+def physical_cores(cpu_dir: Path = Path("/sys/devices/system/cpu")) -> int | None:
+    """The CPU cores (not hardware threads) this process may run on, read from Linux's CPU
+    topology; None where that cannot be read (another OS, a sandbox without /sys)."""
+    try:
+        cpus = os.sched_getaffinity(0)
+        return len({tuple((cpu_dir / f"cpu{c}" / "topology" / name).read_text().strip()
+                          for name in ("physical_package_id", "core_id")) for c in cpus}) or None
+    except (AttributeError, OSError):
+        return None
+
+
+def generation_threads(config: LLMConfig) -> int | None:
+    """Threads llama.cpp generates with: the configured number, else one per core.
+
+    llama-cpp-python's own default is half the logical CPUs (it assumes two hardware threads per
+    core), which on a machine without them, like our 2-core ones, generated on one core while
+    the other idled (bench/RESULTS.md, "LLM throughput"). None: llama.cpp's default."""
+    return config.n_threads or physical_cores()
+
+
 def load_llama(path: Path, config: LLMConfig) -> tuple["Llama", threading.Lock]:
     """The loaded model and the lock that serialises calls on it (llama.cpp contexts are not
     thread-safe), shared by every LlamaCppLLM of the same file and settings in this process."""
@@ -75,7 +96,7 @@ def load_llama(path: Path, config: LLMConfig) -> tuple["Llama", threading.Lock]:
         log.info("loading %s (n_ctx=%d, n_gpu_layers=%d)", path, config.n_ctx, n_gpu_layers)
         try:
             llama = llama_cpp.Llama(model_path=str(path), n_ctx=config.n_ctx, n_gpu_layers=n_gpu_layers,
-                                    n_threads=config.n_threads, seed=config.seed, verbose=False)
+                                    n_threads=generation_threads(config), seed=config.seed, verbose=False)
         except Exception as exc:
             arch = gguf_architecture(path) or "unknown"
             version = getattr(llama_cpp, "__version__", "?")

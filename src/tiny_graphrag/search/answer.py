@@ -143,8 +143,10 @@ class SearchRun:
     def llm(self) -> LLM:
         return self._llm()
 
-    def room(self, messages: list[dict], max_tokens: int, what: str) -> int:
-        """Tokens left for data in a prompt, or an InputError when the query alone is too long."""
+    def room(self, messages: list[dict], max_tokens: int, what: str, *, wanted: int | None = None) -> int:
+        """Tokens for data in a prompt: the configured budget (`context_tokens`, and `wanted`, a
+        mode's own), cut to what the window leaves with a note saying so; an InputError when the
+        query alone is too long."""
         fixed = prompt_tokens(messages, self.counter)
         room = self.n_ctx - max_tokens - fixed - CHAT_TEMPLATE_MARGIN
         if room < MIN_CONTEXT_TOKENS:
@@ -153,7 +155,15 @@ class SearchRun:
                 f"({self.counter.name}), and with n_ctx={self.n_ctx} and {max_tokens} answer tokens only "
                 f"{max(room, 0)} tokens would be left for data. Shorten the query, or raise --n-ctx (LLMConfig.n_ctx in Python)."
             )
-        return min(room, int(self.context_tokens)) if self.context_tokens else room
+        budgets = [int(b) for b in (self.context_tokens, wanted) if b]
+        budget = min(budgets) if budgets else room
+        if budget > room:
+            note = (f"the data in the {what} prompt was cut to {room} tokens, below the {budget} configured: n_ctx={self.n_ctx} less "
+                    f"the {fixed}-token prompt and {max_tokens} output tokens leaves no more. To fix: raise --n-ctx "
+                    f"(LLMConfig.n_ctx) or configure a smaller budget")
+            if note not in self.notes:
+                self.notes.append(note)
+        return min(budget, room)
 
     def answer_room(self, citations: str, max_tokens: int) -> int:
         """`room` in the answer prompt of a one-call search (naive, local, tree)."""

@@ -266,7 +266,7 @@ def search_global(
         raise InputError(f"community level {level!r} does not exist in {engine.path}; its levels are {levels}")
     run = engine.begin("global", query, only_context=only_context)
     counter = run.counter
-    chunk_tokens = min(config.map_chunk_tokens, run.room(map_messages("", query), config.map_max_tokens, "map"))
+    chunk_tokens = run.room(map_messages("", query), config.map_max_tokens, "map", wanted=config.map_chunk_tokens)
     reduce_room = run.room(reduce_messages("", query), config.reduce_max_tokens, "reduce")
 
     with run.timer("context"):
