@@ -78,7 +78,7 @@ def generation_threads(config: LLMConfig) -> int | None:
 
     llama-cpp-python's own default is half the logical CPUs (it assumes two hardware threads per
     core), which on a machine without them, like our 2-core ones, generated on one core while
-    the other idled (bench/RESULTS.md, "LLM throughput"). None: llama.cpp's default."""
+    the other idled (bench/RESULTS.md, "Generation threads"). None: llama.cpp's default."""
     return config.n_threads or physical_cores()
 
 
