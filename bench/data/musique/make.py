@@ -59,6 +59,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     ap.add_argument("--exclude", type=Path, nargs="*", default=[], help="questions.json files whose questions to leave out")
     args = ap.parse_args()
+    for path in (args.source, *args.exclude):
+        if not path.is_file():
+            ap.error(f"{path} is not a file: give the MuSiQue JSON (or fragment) and --exclude questions.json files that exist")
     excluded = {q["_id"] for f in args.exclude for q in json.loads(f.read_text(encoding="utf-8"))}
     recs = [r for r in records(args.source.read_text(encoding="utf-8")) if r["id"] not in excluded]
     questions, corpus = assemble(recs)
