@@ -23,8 +23,16 @@ from .common import MODES, ROOT, Context, dump_json, git_commit, machine_info, p
 
 # (name, module, what it measures). Order matters: later sections reuse indexes built earlier.
 SECTIONS: list[tuple[str, str, str]] = [
-    ("extraction", "bench.extraction", "extraction throughput: ours (batched) vs the seed (one 200-char chunk per call)"),
-    ("quantization", "bench.quantization", "int8 dynamic quantization vs fp32: prediction agreement (trained tiny GLiNER)"),
+    (
+        "extraction",
+        "bench.extraction",
+        "extraction throughput: ours (batched) vs the seed (one 200-char chunk per call)",
+    ),
+    (
+        "quantization",
+        "bench.quantization",
+        "int8 dynamic quantization vs fp32: prediction agreement (trained tiny GLiNER)",
+    ),
     ("ray", "bench.ray_scaling", "extraction on Ray Data actors: 1 vs 2 actors vs in process"),
     ("embedding", "bench.embedding", "embedding throughput: batched vs one call per chunk"),
     ("llm", "bench.llm_throughput", "LLM prompt/generation tokens/s and its share of build time"),
@@ -34,7 +42,11 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("quality_retrieval", "bench.quality_retrieval", "passage recall@k on hotpotqa100"),
     ("quality_extraction", "bench.quality_extraction", "entity and relation micro-F1 on Re-DocRED dev"),
     ("chunk_context", "bench.chunk_context", "share of Re-DocRED gold triples whose head and tail share a chunk"),
-    ("answers", "bench.answers", "answer EM/F1 on hotpotqa100: closed-book, oracle, naive, local, global (Qwen 0.5B reader)"),
+    (
+        "answers",
+        "bench.answers",
+        "answer EM/F1 on hotpotqa100: closed-book, oracle, naive, local, global (Qwen 0.5B reader)",
+    ),
 ]
 NAMES = [s[0] for s in SECTIONS]
 # Too slow for the default run's 15 minutes on 2 CPU cores: run with --full, or by name with --only.
@@ -45,7 +57,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     size = ap.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="tiny models and samples: a smoke run of ~2 minutes")
-    size.add_argument("--full", action="store_true", help="larger samples and the build series up to ~1M tokens (~1 hour)")
+    size.add_argument(
+        "--full", action="store_true", help="larger samples and the build series up to ~1M tokens (~1 hour)"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "results.json", help="the JSON to write")
     ap.add_argument("--only", nargs="+", choices=NAMES, metavar="SECTION", help=f"run only these: {', '.join(NAMES)}")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: next to --out, emptied first)")
@@ -61,8 +75,11 @@ def format_table(title: str, rows: list[tuple[str, str]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     quiet_logs()
     mode = MODES["quick" if args.quick else "full" if args.full else "default"]
     out = args.out.resolve()
@@ -87,9 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     load, cores = _load(), os.cpu_count() or 1
     if load and load[0] > 0.75 * cores:
-        warning = (f"the machine is busy (load average {load[0]} on {cores} cores) before the run: other processes "
-                   "compete for the cores, and timings (the seed's many small model calls most of all) will be slower "
-                   "and noisier than on an idle machine")
+        warning = (
+            f"the machine is busy (load average {load[0]} on {cores} cores) before the run: other processes "
+            "compete for the cores, and timings (the seed's many small model calls most of all) will be slower "
+            "and noisier than on an idle machine"
+        )
         results["busy_machine_warning"] = warning
         print(f"WARNING: {warning}", file=sys.stderr, flush=True)
     failed = []
@@ -144,18 +163,29 @@ def summary_rows(sections: dict[str, Any]) -> list[tuple[str, str]]:
 
     add("extraction tokens/s, ours / seed", get("extraction", "speedup_tokens_per_s"))
     add("embedding texts/s, batched / one call per chunk", get("embedding", "speedup"))
-    add("embedding, ours (batched, 256-word chunks) / seed (200-char chunks, one call each)",
-        get("embedding", "speedup_vs_seed_chunking"))
+    add(
+        "embedding, ours (batched, 256-word chunks) / seed (200-char chunks, one call each)",
+        get("embedding", "speedup_vs_seed_chunking"),
+    )
     add("LLM share of build time (Obama slice, real reports)", get("llm", "llm_share_of_build"), "")
     add("global search LLM calls, seed / ours (default level)", get("global_calls", "calls_ratio_seed_over_ours"))
-    add("global search prompt tokens, seed / ours (default level)", get("global_calls", "prompt_tokens_ratio_seed_over_ours"))
+    add(
+        "global search prompt tokens, seed / ours (default level)",
+        get("global_calls", "prompt_tokens_ratio_seed_over_ours"),
+    )
     add("global map calls saved by the report pre-filter", get("global_calls", "prefilter", "map_calls_saved_mean"), "")
     add("local context p50 / p95 ms (Obama)", _pair(get("local_latency", "obama", "total_ms")), "")
     add("local context p50 / p95 ms (synthetic graph)", _pair(get("local_latency", "synthetic", "total_ms")), "")
-    add("local context without query embedding p50 / p95 ms (Obama)",
-        _pair(get("local_latency", "obama", "without_embedding_ms")), "")
-    add("local context without query embedding p50 / p95 ms (synthetic graph)",
-        _pair(get("local_latency", "synthetic", "without_embedding_ms")), "")
+    add(
+        "local context without query embedding p50 / p95 ms (Obama)",
+        _pair(get("local_latency", "obama", "without_embedding_ms")),
+        "",
+    )
+    add(
+        "local context without query embedding p50 / p95 ms (synthetic graph)",
+        _pair(get("local_latency", "synthetic", "without_embedding_ms")),
+        "",
+    )
     for mode in ("dense", "bm25", "hybrid", "local"):
         r = get("quality_retrieval", "results", mode)
         if r:
@@ -164,8 +194,12 @@ def summary_rows(sections: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((f"hotpotqa answers EM / F1 ({mode})", f"{r['em']['mean']} / {r['f1']['mean']}"))
     visible = get("chunk_context", "share_of_triples_visible_in_one_chunk") or {}
     if visible:
-        rows.append(("Re-DocRED triples visible in one chunk, seed 200 chars / ours 256 words",
-                     f"{visible.get('seed-200-chars')}% / {visible.get('sentences-256-tokens')}%"))
+        rows.append(
+            (
+                "Re-DocRED triples visible in one chunk, seed 200 chars / ours 256 words",
+                f"{visible.get('seed-200-chars')}% / {visible.get('sentences-256-tokens')}%",
+            )
+        )
     for ex, r in (get("quality_extraction", "extractors") or {}).items():
         if isinstance(r, dict) and "entity" in r:
             rows.append((f"Re-DocRED F1 entity / relation ({ex})", f"{r['entity']['f1']} / {r['relation']['f1']}"))

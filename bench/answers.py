@@ -45,8 +45,9 @@ import string
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -65,8 +66,14 @@ ANSWER_MAX_TOKENS = 48  # a few words and a citation; also bounds a rambling ans
 GLOBAL_QUESTIONS = 4  # held-out questions that also run global search (~3 model calls each)
 GLOBAL_PREFILTER = 2  # reports per global question (GlobalConfig.prefilter_top)
 MODES = ("closed_book", "oracle", "naive", "local")
-LADDER = (("naive", "closed_book"), ("local", "naive"), ("oracle", "local"), ("oracle", "naive"),
-          ("local", "closed_book"), ("oracle", "closed_book"))
+LADDER = (
+    ("naive", "closed_book"),
+    ("local", "naive"),
+    ("oracle", "local"),
+    ("oracle", "naive"),
+    ("local", "closed_book"),
+    ("oracle", "closed_book"),
+)
 CACHE_ENV = "TINY_GRAPHRAG_ANSWERS_CACHE"
 
 # The answer prompt before this section existed, and the candidates tried on the tuning half
@@ -147,8 +154,11 @@ def token_f1(prediction: str, gold: str) -> float:
 
 
 _LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*", re.IGNORECASE)
-_ABSTAIN = re.compile(r"context does not say|do(?:es)? not (?:know|contain|say|mention|provide)|not (?:mentioned|provided)"
-                      r"|no information|cannot be determined|not enough information", re.IGNORECASE)
+_ABSTAIN = re.compile(
+    r"context does not say|do(?:es)? not (?:know|contain|say|mention|provide)|not (?:mentioned|provided)"
+    r"|no information|cannot be determined|not enough information",
+    re.IGNORECASE,
+)
 
 
 def extract_answer(text: str) -> str:
@@ -178,8 +188,11 @@ def mean_ci(values: Sequence[float]) -> dict[str, Any]:
     if not len(values):
         return {"mean": None, "ci95": None, "n": 0}
     lo, hi = bootstrap_interval(values)
-    return {"mean": round(100 * float(np.mean(values)), 1), "ci95": [round(100 * lo, 1), round(100 * hi, 1)],
-            "n": len(values)}
+    return {
+        "mean": round(100 * float(np.mean(values)), 1),
+        "ci95": [round(100 * lo, 1), round(100 * hi, 1)],
+        "n": len(values),
+    }
 
 
 def paired(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
@@ -203,9 +216,13 @@ def summarize(records: list[dict[str, Any]], modes: Sequence[str]) -> dict[str, 
         }
         if any("gold_in_context" in x for x in rows):
             out["modes"][mode]["gold_passages_in_context"] = rnd(
-                float(np.mean([x.get("gold_in_context", 0) for x in rows])), 2)
+                float(np.mean([x.get("gold_in_context", 0) for x in rows])), 2
+            )
             out["modes"][mode]["questions_with_all_gold_in_context"] = sum(
-                1 for r in records if mode in r["modes"] and r["modes"][mode].get("gold_in_context", 0) == len(r["gold_titles"]))
+                1
+                for r in records
+                if mode in r["modes"] and r["modes"][mode].get("gold_in_context", 0) == len(r["gold_titles"])
+            )
     for a, b in [*LADDER, *(("global", m) for m in ("closed_book", "naive", "local"))]:
         both = [r for r in records if a in r["modes"] and b in r["modes"]]
         if both and a in modes and b in modes:
@@ -228,11 +245,11 @@ def standin_report_index(index_dir: Path, out_dir: Path) -> Path:
     """A copy of the passage index with a stand-in report for every top-level community (no model
     call). Top level only: that is the level global search's default rule picks on a graph this
     size, and the deeper levels' 6,940 more reports would only cost embedding time."""
-    from tiny_graphrag.embed import Embedder
-    from tiny_graphrag.llm import CachedLLM
-    from tiny_graphrag.report_context import SourceText
-    from tiny_graphrag.reports import generate_reports
-    from tiny_graphrag.store import MANIFEST, IndexStore
+    from tiny_graphrag.backends.embed import Embedder
+    from tiny_graphrag.backends.llm import CachedLLM
+    from tiny_graphrag.index.store import MANIFEST, IndexStore
+    from tiny_graphrag.reports.context import SourceText
+    from tiny_graphrag.reports.generate import generate_reports
 
     from .standin import standin_llm
 
@@ -251,7 +268,9 @@ def standin_report_index(index_dir: Path, out_dir: Path) -> Path:
     store.save_reports(reports)
     store.save_vectors("reports", [r.community_id for r in reports], Embedder().embed([r.text() for r in reports]))
     keep = {k: v for k, v in manifest.items() if k not in ("files", "format_version")}
-    keep.setdefault("bench", {})["reports"] = f"extractive stand-in (bench/standin.py), {len(reports)} top-level reports"
+    keep.setdefault("bench", {})["reports"] = (
+        f"extractive stand-in (bench/standin.py), {len(reports)} top-level reports"
+    )
     store.write_manifest(keep)
     store.close()
     return out_dir
@@ -259,16 +278,18 @@ def standin_report_index(index_dir: Path, out_dir: Path) -> Path:
 
 # ---- one evaluation --------------------------------------------------------------------------------
 def open_reader(cache_path: Path | None):
-    from tiny_graphrag.cache import CallCache
+    from tiny_graphrag.backends.files import models_dir
+    from tiny_graphrag.backends.llm import open_llm
     from tiny_graphrag.config import LLMConfig
-    from tiny_graphrag.llm import open_llm
-    from tiny_graphrag.models import models_dir
+    from tiny_graphrag.index.cache import CallCache
 
     path = models_dir() / READER_FILE
     if not path.is_absolute():
         path = ROOT / path
-    return open_llm(LLMConfig(model=str(path), n_ctx=N_CTX, n_threads=1 if os.cpu_count() == 2 else None),
-                    cache=CallCache(cache_path))
+    return open_llm(
+        LLMConfig(model=str(path), n_ctx=N_CTX, n_threads=1 if os.cpu_count() == 2 else None),
+        cache=CallCache(cache_path),
+    )
 
 
 _LIBRARY_PROMPT: tuple[str, str] | None = None
@@ -292,9 +313,14 @@ class Reader:
         from tiny_graphrag.search.engine import QueryEngine
 
         self.llm = llm
-        self.config = SearchConfig(context_tokens=BUDGET, answer_max_tokens=ANSWER_MAX_TOKENS, n_ctx=N_CTX,
-                                   global_=GlobalConfig(prefilter_top=GLOBAL_PREFILTER, map_chunk_tokens=BUDGET,
-                                                        reduce_max_tokens=ANSWER_MAX_TOKENS))
+        self.config = SearchConfig(
+            context_tokens=BUDGET,
+            answer_max_tokens=ANSWER_MAX_TOKENS,
+            n_ctx=N_CTX,
+            global_=GlobalConfig(
+                prefilter_top=GLOBAL_PREFILTER, map_chunk_tokens=BUDGET, reduce_max_tokens=ANSWER_MAX_TOKENS
+            ),
+        )
         self.engine = QueryEngine(index_dir, llm=llm, config=self.config)
         self.llm = self.engine.llm  # the engine's wrapper: one call counter for every mode
         self.global_engine = QueryEngine(global_index, llm=self.llm, config=self.config) if global_index else None
@@ -307,8 +333,12 @@ class Reader:
         from tiny_graphrag.search.prompts import NAIVE_CITATIONS, answer_grammar, answer_messages
 
         t0 = time.perf_counter()
-        out = self.llm.complete(answer_messages(context, question, NAIVE_CITATIONS), max_tokens=ANSWER_MAX_TOKENS,
-                                temperature=0.0, grammar=answer_grammar({"Sources": sorted(shown)}))
+        out = self.llm.complete(
+            answer_messages(context, question, NAIVE_CITATIONS),
+            max_tokens=ANSWER_MAX_TOKENS,
+            temperature=0.0,
+            grammar=answer_grammar({"Sources": sorted(shown)}),
+        )
         return out.text.strip(), time.perf_counter() - t0, out.cached
 
     def closed_book(self, q) -> dict[str, Any]:
@@ -322,17 +352,27 @@ class Reader:
         chunks = [self.chunk_of_title[t] for t in q.gold]
         built = build_naive_context(chunks, self.engine.sid_of, BUDGET, counter_for(self.llm))
         text, secs, cached = self._ask(built.text, q.text, [c.id for c in built.sources.chunks])
-        return {"raw": text, "context_tokens": built.tokens, "seconds": secs, "cached": cached,
-                "gold_in_context": len(built.sources.chunks)}
+        return {
+            "raw": text,
+            "context_tokens": built.tokens,
+            "seconds": secs,
+            "cached": cached,
+            "gold_in_context": len(built.sources.chunks),
+        }
 
     def _search(self, fn, q) -> dict[str, Any]:
         calls, hits = self.llm.calls, self.llm.cache_hits
         t0 = time.perf_counter()
         res = fn(q.text)
         shown = [self.title_of_doc.get(c.doc_id, "") for c in res.sources.chunks]
-        return {"raw": res.answer, "context_tokens": res.context_tokens, "seconds": time.perf_counter() - t0,
-                "cached": self.llm.calls == calls and self.llm.cache_hits > hits,
-                "gold_in_context": len(set(q.gold) & set(shown)), "sources_shown": shown}
+        return {
+            "raw": res.answer,
+            "context_tokens": res.context_tokens,
+            "seconds": time.perf_counter() - t0,
+            "cached": self.llm.calls == calls and self.llm.cache_hits > hits,
+            "gold_in_context": len(set(q.gold) & set(shown)),
+            "sources_shown": shown,
+        }
 
     def naive(self, q) -> dict[str, Any]:
         return self._search(self.engine.naive_search, q)
@@ -362,11 +402,18 @@ class Reader:
             rids = [int(line.split("|", 1)[0]) for line in text.splitlines()[2:] if line.split("|", 1)[0].isdigit()]
             scores = [p["score"] for p in d.get("points", []) if p["batch"] == i]
             batches.append({"reports": rids, "relevant_reports": [r for r in rids if relevant(r)], "scores": scores})
-        return {"raw": res.answer, "context_tokens": res.context_tokens, "seconds": secs,
-                "cached": self.llm.calls == calls and self.llm.cache_hits > hits,
-                "level": d.get("level"), "reports_at_level": d.get("reports_at_level"), "map_batches": batches,
-                "invalid_map_answers": d.get("invalid_map_answers"), "points_in_reduce": d.get("points_in_reduce"),
-                "points": d.get("points", [])}
+        return {
+            "raw": res.answer,
+            "context_tokens": res.context_tokens,
+            "seconds": secs,
+            "cached": self.llm.calls == calls and self.llm.cache_hits > hits,
+            "level": d.get("level"),
+            "reports_at_level": d.get("reports_at_level"),
+            "map_batches": batches,
+            "invalid_map_answers": d.get("invalid_map_answers"),
+            "points_in_reduce": d.get("points_in_reduce"),
+            "points": d.get("points", []),
+        }
 
     def _relevant_reports(self, q) -> tuple[list[tuple[int, Any]], list[tuple[int, Any]]]:
         """Top-level reports (id, report) whose community holds an entity mentioned in a gold
@@ -398,7 +445,10 @@ class Reader:
         rel = rel[:GLOBAL_PREFILTER]
         irrelevant = random.Random(q.id).sample(other, min(len(other), max(len(rel), 1)))
         counter = counter_for(self.llm)
-        out: dict[str, Any] = {"relevant_reports": [i for i, _ in rel], "irrelevant_reports": [i for i, _ in irrelevant]}
+        out: dict[str, Any] = {
+            "relevant_reports": [i for i, _ in rel],
+            "irrelevant_reports": [i for i, _ in irrelevant],
+        }
         for name, reports in (("relevant", rel), ("irrelevant", irrelevant)):
             if not reports:
                 out[name] = None
@@ -406,9 +456,13 @@ class Reader:
             batch = pack_report_batches(reports, BUDGET, counter, seed=None)[:1]
             t0 = time.perf_counter()
             answers = run_map(self.llm, batch, q.text, self.config.global_)
-            out[name] = {"reports_in_batch": list(batch[0].report_ids), "batch_tokens": batch[0].tokens,
-                         "valid": answers[0].valid, "seconds": rnd(time.perf_counter() - t0, 1),
-                         "points": [{"score": p.score, "description": p.description} for p in answers[0].points]}
+            out[name] = {
+                "reports_in_batch": list(batch[0].report_ids),
+                "batch_tokens": batch[0].tokens,
+                "valid": answers[0].valid,
+                "seconds": rnd(time.perf_counter() - t0, 1),
+                "points": [{"score": p.score, "description": p.description} for p in answers[0].points],
+            }
         return out
 
     def close(self) -> None:
@@ -419,19 +473,38 @@ class Reader:
 
 def score_record(gold: str, rec: dict[str, Any]) -> dict[str, Any]:
     answer = extract_answer(rec["raw"])
-    return {"answer": answer, "em": exact_match(answer, gold), "f1": round(token_f1(answer, gold), 4),
-            "abstained": abstained(answer), **rec, "seconds": rnd(rec["seconds"], 2)}
+    return {
+        "answer": answer,
+        "em": exact_match(answer, gold),
+        "f1": round(token_f1(answer, gold), 4),
+        "abstained": abstained(answer),
+        **rec,
+        "seconds": rnd(rec["seconds"], 2),
+    }
 
 
-def evaluate(reader: Reader, questions, modes: Sequence[str], global_ids: set[str] = frozenset(),
-             half: dict[str, str] | None = None, progress_path: Path | None = None,
-             probe_global: bool = False) -> list[dict[str, Any]]:
+def evaluate(
+    reader: Reader,
+    questions,
+    modes: Sequence[str],
+    global_ids: set[str] = frozenset(),
+    half: dict[str, str] | None = None,
+    progress_path: Path | None = None,
+    probe_global: bool = False,
+) -> list[dict[str, Any]]:
     """Every question through every mode (question by question, so a run cut short has whole rows)."""
     records = []
     t0 = time.perf_counter()
     for i, q in enumerate(questions):
-        rec: dict[str, Any] = {"id": q.id, "question": q.text, "gold_answer": q.answer, "type": q.type,
-                               "gold_titles": list(q.gold), "half": (half or {}).get(q.id), "modes": {}}
+        rec: dict[str, Any] = {
+            "id": q.id,
+            "question": q.text,
+            "gold_answer": q.answer,
+            "type": q.type,
+            "gold_titles": list(q.gold),
+            "half": (half or {}).get(q.id),
+            "modes": {},
+        }
         for mode in modes:
             if mode == "map_probe":  # not an answer: the map step's scores (see Reader.map_probe)
                 rec["map_probe"] = reader.map_probe(q)
@@ -442,8 +515,14 @@ def evaluate(reader: Reader, questions, modes: Sequence[str], global_ids: set[st
             if probe_global and "map_probe" not in modes:
                 rec["map_probe"] = reader.map_probe(q)
         records.append(rec)
-        log.info("answers: %d/%d questions (%.0f s; %d model calls, %d replayed)", i + 1, len(questions),
-                 time.perf_counter() - t0, reader.llm.calls, reader.llm.cache_hits)
+        log.info(
+            "answers: %d/%d questions (%.0f s; %d model calls, %d replayed)",
+            i + 1,
+            len(questions),
+            time.perf_counter() - t0,
+            reader.llm.calls,
+            reader.llm.cache_hits,
+        )
         if progress_path:
             dump_json(records, progress_path)
     return records
@@ -505,8 +584,17 @@ class _WithAnswer:
         self.id, self.text, self.gold, self.type, self.answer = q.id, q.text, q.gold, q.type, answer
 
 
-def measure(work: Path, questions, corpus, modes: Sequence[str], n_global: int, cache_path: Path | None,
-            prompt: str = "new", progress_path: Path | None = None, probe_global: bool = False) -> dict[str, Any]:
+def measure(
+    work: Path,
+    questions,
+    corpus,
+    modes: Sequence[str],
+    n_global: int,
+    cache_path: Path | None,
+    prompt: str = "new",
+    progress_path: Path | None = None,
+    probe_global: bool = False,
+) -> dict[str, Any]:
     t_start = time.perf_counter()
     use_prompt(prompt)
     index = passage_index(work, corpus)
@@ -518,16 +606,26 @@ def measure(work: Path, questions, corpus, modes: Sequence[str], n_global: int, 
     half = {q.id: "tune" for q in tune}
     global_ids = {q.id for q in questions[:n_global]}
     try:
-        records = evaluate(reader, questions, modes, global_ids, {q.id: half.get(q.id, "held-out") for q in questions},
-                           progress_path, probe_global)
+        records = evaluate(
+            reader,
+            questions,
+            modes,
+            global_ids,
+            {q.id: half.get(q.id, "held-out") for q in questions},
+            progress_path,
+            probe_global,
+        )
     finally:
         reader.close()
         use_prompt("new")
     all_modes = [m for m in modes if m != "map_probe"] + (["global"] if n_global else [])
     result = assemble(records, all_modes, prompt)
     result["reader"]["fingerprint"] = llm.fingerprint
-    result["model_calls"] = {"made": llm.calls, "replayed_from_cache": llm.cache_hits,
-                             "cache": str(cache_path) if cache_path else "in memory"}
+    result["model_calls"] = {
+        "made": llm.calls,
+        "replayed_from_cache": llm.cache_hits,
+        "cache": str(cache_path) if cache_path else "in memory",
+    }
     result["seconds"] = rnd(time.perf_counter() - t_start, 1)
     return result
 
@@ -535,8 +633,12 @@ def measure(work: Path, questions, corpus, modes: Sequence[str], n_global: int, 
 def assemble(records: list[dict[str, Any]], all_modes: Sequence[str], prompt: str) -> dict[str, Any]:
     """The section's result from the per-question records (also what --merge recomputes)."""
     result: dict[str, Any] = {
-        "reader": {"model": READER_FILE, "n_ctx": N_CTX, "decoding": "greedy (temperature 0)",
-                   "answer_max_tokens": ANSWER_MAX_TOKENS},
+        "reader": {
+            "model": READER_FILE,
+            "n_ctx": N_CTX,
+            "decoding": "greedy (temperature 0)",
+            "answer_max_tokens": ANSWER_MAX_TOKENS,
+        },
         "prompt": prompt,
         "context_budget_tokens": BUDGET,
         "questions": len(records),
@@ -545,16 +647,19 @@ def assemble(records: list[dict[str, Any]], all_modes: Sequence[str], prompt: st
         "seconds_per_answer_made_here": {
             m: rnd(float(np.mean(v)), 2) if v else None
             for m in all_modes
-            for v in [[r["modes"][m]["seconds"] for r in records if m in r["modes"] and not r["modes"][m]["cached"]]]},
+            for v in [[r["modes"][m]["seconds"] for r in records if m in r["modes"] and not r["modes"][m]["cached"]]]
+        },
         "per_question": records,
     }
     sub = [r for r in records if "global" in r["modes"]]
     if sub or any(r.get("map_probe") for r in records):
         result["global"] = {
             "questions": len(sub),
-            "setup": (f"stand-in extractive reports for every top-level community (bench/standin.py); level 0; "
-                      f"GlobalConfig(prefilter_top={GLOBAL_PREFILTER}, map_chunk_tokens={BUDGET}); the reduce "
-                      f"context within {BUDGET} tokens"),
+            "setup": (
+                f"stand-in extractive reports for every top-level community (bench/standin.py); level 0; "
+                f"GlobalConfig(prefilter_top={GLOBAL_PREFILTER}, map_chunk_tokens={BUDGET}); the reduce "
+                f"context within {BUDGET} tokens"
+            ),
             "results_on_global_subset": summarize(sub, [m for m in (*MODES, "global") if m in all_modes]),
             "map_step": map_step_summary(records),
         }
@@ -567,8 +672,13 @@ def merge(paths: Sequence[Path]) -> dict[str, Any]:
     for path in paths:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         if isinstance(data, list):  # a run's progress file (a run stopped early): its finished questions
-            data = {"per_question": data, "prompt": None, "questions": len(data), "data": f"progress file {path}",
-                    "model_calls": {}}
+            data = {
+                "per_question": data,
+                "prompt": None,
+                "questions": len(data),
+                "data": f"progress file {path}",
+                "model_calls": {},
+            }
         runs.append(data)
     order = {q.id: i for i, q in enumerate(load_questions()[0])}
     by_id: dict[str, dict[str, Any]] = {}
@@ -593,8 +703,9 @@ def merge(paths: Sequence[Path]) -> dict[str, Any]:
     result = assemble(records, modes, prompts_used.pop() if prompts_used else "new")
     result["reader"]["fingerprint"] = next((r["reader"].get("fingerprint") for r in runs if "reader" in r), None)
     result["model_calls"] = {k: sum(r["model_calls"].get(k, 0) for r in runs) for k in ("made", "replayed_from_cache")}
-    result["merged_from"] = [{"data": r.get("data"), "seconds": r.get("seconds"), "questions": r["questions"]}
-                             for r in runs]
+    result["merged_from"] = [
+        {"data": r.get("data"), "seconds": r.get("seconds"), "questions": r["questions"]} for r in runs
+    ]
     return result
 
 
@@ -614,16 +725,31 @@ def run(ctx: Context) -> dict[str, Any]:
 
 
 def table(r: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [("data", r["data"]), ("reader", f"{r['reader']['model']}, context budget {r['context_budget_tokens']} tokens")]
+    rows = [
+        ("data", r["data"]),
+        ("reader", f"{r['reader']['model']}, context budget {r['context_budget_tokens']} tokens"),
+    ]
     for mode, m in r["results"]["modes"].items():
-        rows.append((mode, f"EM {m['em']['mean']} {m['em']['ci95']}  F1 {m['f1']['mean']} {m['f1']['ci95']}  "
-                           f"abstained {m['abstained']}/{m['n']}  context {m['mean_context_tokens']} tokens"))
+        rows.append(
+            (
+                mode,
+                f"EM {m['em']['mean']} {m['em']['ci95']}  F1 {m['f1']['mean']} {m['f1']['ci95']}  "
+                f"abstained {m['abstained']}/{m['n']}  context {m['mean_context_tokens']} tokens",
+            )
+        )
     for pair, d in r["results"]["paired"].items():
-        rows.append((f"paired {pair}", f"EM {d['em']['mean']:+} {d['em']['ci95']}  F1 {d['f1']['mean']:+} {d['f1']['ci95']}"))
+        rows.append(
+            (f"paired {pair}", f"EM {d['em']['mean']:+} {d['em']['ci95']}  F1 {d['f1']['mean']:+} {d['f1']['ci95']}")
+        )
     if "global" in r:
         ms = r["global"]["map_step"]
-        rows.append(("global map step", f"{ms['of_those_with_a_point_scored_above_0']}/{ms['batches_with_a_relevant_report']} "
-                                        "batches with a relevant report scored a point > 0"))
+        rows.append(
+            (
+                "global map step",
+                f"{ms['of_those_with_a_point_scored_above_0']}/{ms['batches_with_a_relevant_report']} "
+                "batches with a relevant report scored a point > 0",
+            )
+        )
     rows.append(("model calls", f"{r['model_calls']['made']} made, {r['model_calls']['replayed_from_cache']} replayed"))
     return rows
 
@@ -661,8 +787,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen = chosen[::-1]
     modes = [m for m in args.modes.split(",") if m]
     args.work.mkdir(parents=True, exist_ok=True)
-    out = measure(args.work, chosen, corpus, modes, args.global_questions, args.cache, args.prompt,
-                  progress_path=args.json.with_suffix(".progress.json"))
+    out = measure(
+        args.work,
+        chosen,
+        corpus,
+        modes,
+        args.global_questions,
+        args.cache,
+        args.prompt,
+        progress_path=args.json.with_suffix(".progress.json"),
+    )
     out["data"] = f"hotpotqa100, {args.half} half, {len(chosen)} questions (shard {args.shard})"
     dump_json(out, args.json)
     for k, v in table(out):

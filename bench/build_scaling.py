@@ -79,7 +79,7 @@ def _vm(field: str) -> float | None:
 
 
 def worker(tokens: int, work: Path) -> dict[str, Any]:
-    from tiny_graphrag.build import build_index
+    from tiny_graphrag.build.pipeline import build_index
     from tiny_graphrag.config import BuildConfig
 
     from .common import corpus_of_size, graph_counts, peak_rss_mb, quiet_logs, spacy_extraction_config, write_corpus
@@ -88,7 +88,7 @@ def worker(tokens: int, work: Path) -> dict[str, Any]:
     docs, facts = corpus_of_size(tokens)
     paths = write_corpus(docs, work / "docs")
     handler = _StageMemory()
-    build_log = logging.getLogger("tiny_graphrag.build")
+    build_log = logging.getLogger("tiny_graphrag.build.pipeline")
     build_log.setLevel(logging.INFO)
     build_log.addHandler(handler)
     rss_before = _vm("VmRSS")
@@ -113,8 +113,18 @@ def worker(tokens: int, work: Path) -> dict[str, Any]:
 def run_size(tokens: int, work: Path) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     out = work / "result.json"
-    cmd = [sys.executable, "-m", "bench.build_scaling", "--worker", "--tokens", str(tokens), "--work", str(work),
-           "--json", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.build_scaling",
+        "--worker",
+        "--tokens",
+        str(tokens),
+        "--work",
+        str(work),
+        "--json",
+        str(out),
+    ]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -160,11 +170,18 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
     rows = []
     for row in r["sizes"]:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in row["seconds_per_stage"].items())
-        proj = (f"; GLiNER+GLiREL extract would take ~{row['projected_gliner_glirel_extract_hours']} h (projected)"
-                if "projected_gliner_glirel_extract_hours" in row else "")
-        rows.append((f"{row['tokens']} tokens ({row['documents']} docs, {row['chunks']} chunks)",
-                     f"{row['seconds_total']:.1f} s = {row['tokens_per_s']} tok/s, peak {row['peak_rss_mb']:.0f} MiB, "
-                     f"{row['entities']} entities, {row['relations']} relations [{stages}]{proj}"))
+        proj = (
+            f"; GLiNER+GLiREL extract would take ~{row['projected_gliner_glirel_extract_hours']} h (projected)"
+            if "projected_gliner_glirel_extract_hours" in row
+            else ""
+        )
+        rows.append(
+            (
+                f"{row['tokens']} tokens ({row['documents']} docs, {row['chunks']} chunks)",
+                f"{row['seconds_total']:.1f} s = {row['tokens_per_s']} tok/s, peak {row['peak_rss_mb']:.0f} MiB, "
+                f"{row['entities']} entities, {row['relations']} relations [{stages}]{proj}",
+            )
+        )
     g = r["growth_exponent_per_stage"]
     if g:
         rows.append(("growth exponent (time ~ tokens^b)", ", ".join(f"{k} {v}" for k, v in g.items() if v is not None)))

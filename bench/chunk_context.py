@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tiny_graphrag.chunking import chunk_document
+from tiny_graphrag.build.chunking import chunk_document
+from tiny_graphrag.build.documents import document_from_text
 from tiny_graphrag.config import ChunkingConfig
-from tiny_graphrag.documents import document_from_text
 
 from .common import REDOCRED, Context
 
@@ -37,8 +37,10 @@ def _doc_and_mentions(item: dict) -> tuple[str, list[list[tuple[int, int]]]]:
             pos += len(tok) + 1
         offsets.append(starts)
     text = "".join(text_parts)
-    spans = [[(offsets[m["sent_id"]][m["pos"][0]][0], offsets[m["sent_id"]][m["pos"][1] - 1][1]) for m in ent]
-             for ent in item["vertexSet"]]
+    spans = [
+        [(offsets[m["sent_id"]][m["pos"][0]][0], offsets[m["sent_id"]][m["pos"][1] - 1][1]) for m in ent]
+        for ent in item["vertexSet"]
+    ]
     return text, spans
 
 
@@ -48,8 +50,9 @@ def _char_chunks(text: str, size: int = 200) -> list[tuple[int, int]]:
 
 
 def _visible(chunks: list[tuple[int, int]], head: list[tuple[int, int]], tail: list[tuple[int, int]]) -> bool:
-    return any(any(s <= hs and he <= e for hs, he in head) and any(s <= ts and te <= e for ts, te in tail)
-               for s, e in chunks)
+    return any(
+        any(s <= hs and he <= e for hs, he in head) and any(s <= ts and te <= e for ts, te in tail) for s, e in chunks
+    )
 
 
 def measure(n_docs: int | None = None, sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
@@ -63,8 +66,9 @@ def measure(n_docs: int | None = None, sizes: tuple[int, ...] = SIZES) -> dict[s
         layouts = {"seed-200-chars": _char_chunks(text)}
         doc = document_from_text(text, source=item["title"])
         for n in sizes:
-            layouts[f"sentences-{n}-tokens"] = [(c.start, c.end) for c in
-                                                chunk_document(doc, ChunkingConfig(max_tokens=n, overlap_tokens=n // 8))]
+            layouts[f"sentences-{n}-tokens"] = [
+                (c.start, c.end) for c in chunk_document(doc, ChunkingConfig(max_tokens=n, overlap_tokens=n // 8))
+            ]
         for label in item["labels"]:
             n_triples += 1
             for name, chunks in layouts.items():

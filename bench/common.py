@@ -23,9 +23,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 log = logging.getLogger("bench")
 
@@ -61,21 +62,50 @@ class Mode:
 
 MODES: dict[str, Mode] = {
     "quick": Mode(
-        name="quick", extraction_words=400, extraction_models="tiny", embedding_chunks=24,
-        llm_prompt_tokens=256, llm_gen_tokens=16, llm_share_tokens=0, build_sizes=(1_000, 2_000, 4_000),
-        local_queries=10, synthetic_nodes=5_000, hotpot_questions=20, redocred_docs=20, global_queries=2,
+        name="quick",
+        extraction_words=400,
+        extraction_models="tiny",
+        embedding_chunks=24,
+        llm_prompt_tokens=256,
+        llm_gen_tokens=16,
+        llm_share_tokens=0,
+        build_sizes=(1_000, 2_000, 4_000),
+        local_queries=10,
+        synthetic_nodes=5_000,
+        hotpot_questions=20,
+        redocred_docs=20,
+        global_queries=2,
         obama_tokens=3_000,
     ),
     "default": Mode(
-        name="default", extraction_words=500, extraction_models="real-arch", embedding_chunks=0,
-        llm_prompt_tokens=1024, llm_gen_tokens=64, llm_share_tokens=60, build_sizes=(15_566, 50_000, 100_000),
-        local_queries=30, synthetic_nodes=100_000, hotpot_questions=0, redocred_docs=0, global_queries=5,
+        name="default",
+        extraction_words=500,
+        extraction_models="real-arch",
+        embedding_chunks=0,
+        llm_prompt_tokens=1024,
+        llm_gen_tokens=64,
+        llm_share_tokens=60,
+        build_sizes=(15_566, 50_000, 100_000),
+        local_queries=30,
+        synthetic_nodes=100_000,
+        hotpot_questions=0,
+        redocred_docs=0,
+        global_queries=5,
     ),
     "full": Mode(
-        name="full", extraction_words=2500, extraction_models="real-arch", embedding_chunks=0,
-        llm_prompt_tokens=2048, llm_gen_tokens=128, llm_share_tokens=250,
+        name="full",
+        extraction_words=2500,
+        extraction_models="real-arch",
+        embedding_chunks=0,
+        llm_prompt_tokens=2048,
+        llm_gen_tokens=128,
+        llm_share_tokens=250,
         build_sizes=(15_566, 61_441, 169_174, 271_144, 500_000, 1_000_000),
-        local_queries=100, synthetic_nodes=100_000, hotpot_questions=0, redocred_docs=0, global_queries=10,
+        local_queries=100,
+        synthetic_nodes=100_000,
+        hotpot_questions=0,
+        redocred_docs=0,
+        global_queries=10,
     ),
 }
 
@@ -215,7 +245,7 @@ def git_commit() -> dict[str, Any]:
 # ---- models --------------------------------------------------------------------------------
 def gemma_path() -> Path:
     """The Gemma 3 270M GGUF: models/ (scripts/setup.sh writes it), else assembled there now."""
-    from tiny_graphrag.models import models_dir
+    from tiny_graphrag.backends.files import models_dir
 
     target = models_dir() / GEMMA_FILE
     if not target.is_absolute():
@@ -232,8 +262,8 @@ def gemma_path() -> Path:
 
 
 def load_gemma(n_ctx: int = 4096, cache=None):
+    from tiny_graphrag.backends.llm import open_llm
     from tiny_graphrag.config import LLMConfig
-    from tiny_graphrag.llm import open_llm
 
     return open_llm(LLMConfig(model=str(gemma_path()), chat_format="gemma", n_ctx=n_ctx), cache=cache)
 
@@ -268,7 +298,9 @@ def real_documents() -> list[tuple[str, str]]:
     passages, then the Re-DocRED documents (about 271k tokens in all)."""
     docs = [(name, read_text(CORPORA / f"{name}.txt")) for name in ("barack_obama", "a_christmas_carol", "dulce")]
     corpus = json.loads((HOTPOT / "corpus.json").read_text(encoding="utf-8"))
-    docs += [(f"hotpotqa:{t}", f"{t}\n" + " ".join(s.strip() for s in sents if s.strip())) for t, sents in corpus.items()]
+    docs += [
+        (f"hotpotqa:{t}", f"{t}\n" + " ".join(s.strip() for s in sents if s.strip())) for t, sents in corpus.items()
+    ]
     for d in json.loads((REDOCRED / "dev_revised.json").read_text(encoding="utf-8")):
         docs.append((f"redocred:{d['title']}", "\n".join(detokenize(s) for s in d["sents"])))
     return docs
@@ -301,7 +333,7 @@ def corpus_of_size(n_tokens: int) -> tuple[list[tuple[str, str]], dict[str, Any]
     name: the text keeps its syntax (so NER finds as many mentions) but names new entities, so
     the graph grows as it would with new documents instead of re-finding the same entities.
     """
-    from tiny_graphrag.chunking import count_tokens
+    from tiny_graphrag.build.chunking import count_tokens
 
     base = real_documents()
     out: list[tuple[str, str]] = []
@@ -331,7 +363,7 @@ def corpus_of_size(n_tokens: int) -> tuple[list[tuple[str, str]], dict[str, Any]
 
 
 def cut_text(text: str, n_tokens: int) -> str:
-    from tiny_graphrag.chunking import WORD_RE
+    from tiny_graphrag.build.chunking import WORD_RE
 
     ends = [m.end() for m in WORD_RE.finditer(text)]
     if n_tokens >= len(ends):

@@ -50,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         diff = "-" if spread is None else f"{100 * spread:.1f}%"
         print(f"| {label} | " + " | ".join(str(v) for v in values) + f" | {diff} |")
     print("| seconds in all | " + " | ".join(str(r.get("seconds_total")) for r in runs) + " | |")
-    print("| load average at start | " + " | ".join(str(r["machine"].get("load_average_at_start")) for r in runs) + " | |")
+    print(
+        "| load average at start | " + " | ".join(str(r["machine"].get("load_average_at_start")) for r in runs) + " | |"
+    )
     return 0
 
 

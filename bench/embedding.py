@@ -19,10 +19,10 @@ REPEATS = 3  # alternating repeats; the best of each way is reported (min is rob
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    from tiny_graphrag.chunking import chunk_documents, count_tokens
+    from tiny_graphrag.backends.embed import Embedder
+    from tiny_graphrag.build.chunking import chunk_documents, count_tokens
+    from tiny_graphrag.build.documents import document_from_text
     from tiny_graphrag.config import ChunkingConfig
-    from tiny_graphrag.documents import document_from_text
-    from tiny_graphrag.embed import Embedder
 
     from .extraction import seed_chunks
 
@@ -63,12 +63,21 @@ def run(ctx: Context) -> dict[str, Any]:
         "chunks": len(chunks),
         "seed_chunks": len(seed),
         "corpus_tokens": corpus_tokens,
-        "batched": {"seconds": rnd(best["batched"]), "texts_per_s": rnd(len(chunks) / best["batched"], 2),
-                    "tokens_per_s": rnd(corpus_tokens / best["batched"], 1)},
-        "one_call_per_chunk": {"seconds": rnd(best["per_chunk"]), "texts_per_s": rnd(len(chunks) / best["per_chunk"], 2),
-                               "tokens_per_s": rnd(corpus_tokens / best["per_chunk"], 1)},
-        "seed_way": {"seconds": rnd(best["seed"]), "texts_per_s": rnd(len(seed) / best["seed"], 2),
-                     "tokens_per_s": rnd(corpus_tokens / best["seed"], 1)},
+        "batched": {
+            "seconds": rnd(best["batched"]),
+            "texts_per_s": rnd(len(chunks) / best["batched"], 2),
+            "tokens_per_s": rnd(corpus_tokens / best["batched"], 1),
+        },
+        "one_call_per_chunk": {
+            "seconds": rnd(best["per_chunk"]),
+            "texts_per_s": rnd(len(chunks) / best["per_chunk"], 2),
+            "tokens_per_s": rnd(corpus_tokens / best["per_chunk"], 1),
+        },
+        "seed_way": {
+            "seconds": rnd(best["seed"]),
+            "texts_per_s": rnd(len(seed) / best["seed"], 2),
+            "tokens_per_s": rnd(corpus_tokens / best["seed"], 1),
+        },
         "speedup": ratio(best["per_chunk"], best["batched"]),
         "speedup_vs_seed_chunking": ratio(best["seed"], best["batched"]),
         "repeats": REPEATS,
@@ -79,10 +88,16 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
     b, p, s = r["batched"], r["one_call_per_chunk"], r["seed_way"]
     return [
         ("model / device", f"{r['model']} / {r['device']}"),
-        ("texts", f"{r['corpus_tokens']} tokens of text: {r['chunks']} chunks of ours; {r['seed_chunks']} seed chunks of the same text"),
+        (
+            "texts",
+            f"{r['corpus_tokens']} tokens of text: {r['chunks']} chunks of ours; {r['seed_chunks']} seed chunks of the same text",
+        ),
         ("batched (batch 64)", f"{b['texts_per_s']} texts/s, {b['tokens_per_s']} tok/s ({b['seconds']} s)"),
         ("one call per chunk", f"{p['texts_per_s']} texts/s, {p['tokens_per_s']} tok/s ({p['seconds']} s)"),
-        ("seed: 200-char chunks, one call each", f"{s['texts_per_s']} texts/s, {s['tokens_per_s']} corpus tok/s ({s['seconds']} s)"),
+        (
+            "seed: 200-char chunks, one call each",
+            f"{s['texts_per_s']} texts/s, {s['tokens_per_s']} corpus tok/s ({s['seconds']} s)",
+        ),
         ("RATIO batched / one call per chunk", f"{r['speedup']}x"),
         ("RATIO ours / seed (corpus tokens/s)", f"{r['speedup_vs_seed_chunking']}x"),
     ]

@@ -21,8 +21,9 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -60,12 +61,18 @@ def throughput(embedders: dict[str, Any], texts: list[str]) -> dict[str, Any]:
             e.embed(texts)
             best[name] = min(best[name], time.perf_counter() - t0)
     base = best[MINILM]
-    return {name: {"passages_per_s": round(len(texts) / s, 1), "seconds": round(s, 2),
-                   "time_ratio_to_minilm": round(s / base, 2)} for name, s in best.items()}
+    return {
+        name: {
+            "passages_per_s": round(len(texts) / s, 1),
+            "seconds": round(s, 2),
+            "time_ratio_to_minilm": round(s / base, 2),
+        }
+        for name, s in best.items()
+    }
 
 
 def run(sets: Sequence[Path], models: Sequence[str], models_dir: str | None) -> dict[str, Any]:
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
 
     embedders = {m: Embedder(m, models_dir=models_dir) for m in models}
     truncating = Embedder(MINILM, models_dir=models_dir, whole_text=False)
@@ -83,16 +90,21 @@ def run(sets: Sequence[Path], models: Sequence[str], models_dir: str | None) -> 
             variants[f"{m}: title+text, windows"] = dense_recalls(q, e.embed(with_title), titles, questions)
             facts[f"{m}: passages longer than the window (%)"] = long_share(e, with_title)
             if m == MINILM:
-                variants[f"{m}: title+text, truncated"] = dense_recalls(q, truncating.embed(with_title), titles,
-                                                                         questions)
-                variants[f"{m}: text only, windows"] = dense_recalls(q, e.embed([corpus[t] for t in titles]),
-                                                                      titles, questions)
+                variants[f"{m}: title+text, truncated"] = dense_recalls(
+                    q, truncating.embed(with_title), titles, questions
+                )
+                variants[f"{m}: text only, windows"] = dense_recalls(
+                    q, e.embed([corpus[t] for t in titles]), titles, questions
+                )
         base = variants[f"{MINILM}: title+text, windows"]
         out["sets"][data.name] = {
-            "questions": len(questions), "passages": len(titles), **facts,
+            "questions": len(questions),
+            "passages": len(titles),
+            **facts,
             "recall": {v: {f"@{k}": _cell(r[k]) for k in rev.KS} for v, r in variants.items()},
-            "paired_vs_minilm_default": {v: {f"@{k}": _cell(r[k] - base[k]) for k in rev.KS}
-                                         for v, r in variants.items() if r is not base},
+            "paired_vs_minilm_default": {
+                v: {f"@{k}": _cell(r[k] - base[k]) for k in rev.KS} for v, r in variants.items() if r is not base
+            },
         }
     out["throughput"] = throughput(embedders, sample)
     out["throughput_texts"] = f"{len(sample)} hotpotqa100 passages (title+text), batch 64, CPU"

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import gc
 import logging
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from .common import Context, obama_text, ratio, rnd, stopwatch, cut_text
+from .common import Context, cut_text, obama_text, ratio, rnd, stopwatch
 
 log = logging.getLogger("bench.extraction")
 
@@ -51,11 +51,26 @@ def deberta_v3_config(size: str):
     dims = {"base": (768, 12, 12, 3072), "large": (1024, 24, 16, 4096)}[size]
     hidden, layers, heads, inter = dims
     return DebertaV2Config(
-        vocab_size=DEBERTA_V3_VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-        intermediate_size=inter, hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
-        max_position_embeddings=512, type_vocab_size=0, initializer_range=0.02, layer_norm_eps=1e-7,
-        relative_attention=True, max_relative_positions=-1, position_buckets=256, norm_rel_ebd="layer_norm",
-        share_att_key=True, pos_att_type=["p2c", "c2p"], position_biased_input=False, pad_token_id=0,
+        vocab_size=DEBERTA_V3_VOCAB,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=inter,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        max_position_embeddings=512,
+        type_vocab_size=0,
+        initializer_range=0.02,
+        layer_norm_eps=1e-7,
+        relative_attention=True,
+        max_relative_positions=-1,
+        position_buckets=256,
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+        pad_token_id=0,
     )
 
 
@@ -98,12 +113,16 @@ def build_models(folder: Path, kind: str) -> dict[str, Any]:
 
     if kind == "real-arch":
         vocab = wordpiece_vocab(DEBERTA_V3_VOCAB)
-        specs = [("gliner-deberta-v3-base-random", devmodels.build_gliner, deberta_v3_config("base"), {}),
-                 ("glirel-deberta-v3-large-random", devmodels.build_glirel, deberta_v3_config("large"), {})]
+        specs = [
+            ("gliner-deberta-v3-base-random", devmodels.build_gliner, deberta_v3_config("base"), {}),
+            ("glirel-deberta-v3-large-random", devmodels.build_glirel, deberta_v3_config("large"), {}),
+        ]
     else:
         vocab = wordpiece_vocab(None)
-        specs = [("gliner-tiny", devmodels.build_gliner, devmodels.tiny_backbone_config(len(vocab)), {"hidden_size": 32}),
-                 ("glirel-tiny", devmodels.build_glirel, devmodels.tiny_backbone_config(len(vocab)), {"hidden_size": 32})]
+        specs = [
+            ("gliner-tiny", devmodels.build_gliner, devmodels.tiny_backbone_config(len(vocab)), {"hidden_size": 32}),
+            ("glirel-tiny", devmodels.build_glirel, devmodels.tiny_backbone_config(len(vocab)), {"hidden_size": 32}),
+        ]
     built: dict[str, float] = {}
     paths = []
     for name, build, config, extra in specs:
@@ -148,8 +167,15 @@ def seed_chunks(text: str, chunk_size: int = 200, overlap: int = 50) -> list[str
 class SeedPath:
     """gliner-spacy + GLiREL's spaCy component, one chunk per call (falls back to emulation)."""
 
-    def __init__(self, gliner_dir: Path, glirel_dir: Path, entity_types: list[str], relation_labels: list[str],
-                 threshold: float, device: str = "cpu"):
+    def __init__(
+        self,
+        gliner_dir: Path,
+        glirel_dir: Path,
+        entity_types: list[str],
+        relation_labels: list[str],
+        threshold: float,
+        device: str = "cpu",
+    ):
         self.device = device
         self.entity_types = entity_types
         self.relation_labels = relation_labels
@@ -164,10 +190,17 @@ class SeedPath:
             import spacy
 
             nlp = spacy.blank("en")
-            nlp.add_pipe("gliner_spacy", config={
-                "gliner_model": str(gliner_dir), "chunk_size": 250, "labels": entity_types, "style": "ent",
-                "threshold": threshold, "map_location": device,
-            })
+            nlp.add_pipe(
+                "gliner_spacy",
+                config={
+                    "gliner_model": str(gliner_dir),
+                    "chunk_size": 250,
+                    "labels": entity_types,
+                    "style": "ent",
+                    "threshold": threshold,
+                    "map_location": device,
+                },
+            )
             nlp.add_pipe("glirel", after="gliner_spacy", config={"model": str(glirel_dir), "device": device})
             self.nlp = nlp
         except ImportError as exc:
@@ -191,8 +224,10 @@ class SeedPath:
         found = sum(len(self._wrapper_doc(c).ents) for c in chunks)
         if found == 0 and direct_counts > 0:
             self.mode = "emulated"
-            self.reason = (f"gliner-spacy returned 0 entities on {len(chunks)} probe chunks where "
-                           f"GLiNER.predict_entities returned {direct_counts}")
+            self.reason = (
+                f"gliner-spacy returned 0 entities on {len(chunks)} probe chunks where "
+                f"GLiNER.predict_entities returned {direct_counts}"
+            )
             log.warning("seed path: %s; emulating the per-chunk path", self.reason)
             self.nlp = None
             gc.collect()
@@ -233,7 +268,9 @@ def reference_mentions(chunks, schema) -> int:
     return sum(len(x.entities) for x in extractor.extract(chunks))
 
 
-def calibrate_threshold(gliner_dir: Path, texts: list[str], labels: list[str], target: int, floor: float = 0.0) -> float:
+def calibrate_threshold(
+    gliner_dir: Path, texts: list[str], labels: list[str], target: int, floor: float = 0.0
+) -> float:
     """The entity threshold at which the random-weight GLiNER finds `target` mentions in `texts`.
 
     With flat NER GLiNER keeps spans greedily by descending score, so the spans kept at threshold
@@ -257,9 +294,9 @@ def direct_entity_count(gliner_dir: Path, chunks: list[str], labels: list[str], 
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    from tiny_graphrag.chunking import chunk_documents, count_tokens
+    from tiny_graphrag.build.chunking import chunk_documents, count_tokens
+    from tiny_graphrag.build.documents import document_from_text
     from tiny_graphrag.config import ChunkingConfig, ExtractionConfig
-    from tiny_graphrag.documents import document_from_text
     from tiny_graphrag.errors import MissingDependencyError
     from tiny_graphrag.extract.gliner import GlinerGlirelExtractor, runtime_for
     from tiny_graphrag.schema import Schema
@@ -281,8 +318,13 @@ def run(ctx: Context) -> dict[str, Any]:
     with stopwatch() as t_cal:
         target = reference_mentions(ours_chunks, schema)
         threshold = calibrate_threshold(models["gliner"], [c.text for c in ours_chunks], entity_types, target)
-    cfg = ExtractionConfig(extractor="gliner", gliner_model=str(models["gliner"]), glirel_model=str(models["glirel"]),
-                           entity_threshold=threshold, device="cpu")
+    cfg = ExtractionConfig(
+        extractor="gliner",
+        gliner_model=str(models["gliner"]),
+        glirel_model=str(models["glirel"]),
+        entity_threshold=threshold,
+        device="cpu",
+    )
     extractor = GlinerGlirelExtractor(schema, cfg)
     # "ours" is the batched path without the CPU levers; "levers" adds length-bucketed batches
     # and mention pruning (same outputs: checked below); "onnx" runs the levers' path with both
@@ -307,6 +349,7 @@ def run(ctx: Context) -> dict[str, Any]:
                 out = fn(*a, **k)
             spent[name] += t["s"]
             return out
+
         return wrapper
 
     with stopwatch() as t_load:
@@ -355,9 +398,11 @@ def run(ctx: Context) -> dict[str, Any]:
     out: dict[str, Any] = {
         "models": mode.extraction_models,
         "gliner_backbone": "DeBERTa-v3-base size (768x12, vocab 128100), random weights"
-        if mode.extraction_models == "real-arch" else "tiny BERT (32x2), random weights",
+        if mode.extraction_models == "real-arch"
+        else "tiny BERT (32x2), random weights",
         "glirel_backbone": "DeBERTa-v3-large size (1024x24, vocab 128100), random weights"
-        if mode.extraction_models == "real-arch" else "tiny BERT (32x2), random weights",
+        if mode.extraction_models == "real-arch"
+        else "tiny BERT (32x2), random weights",
         "model_build_seconds": models["build_seconds"],
         "load_and_warmup_seconds": rnd(t_load["s"], 1),
         "sample_words": mode.extraction_words,
@@ -366,15 +411,26 @@ def run(ctx: Context) -> dict[str, Any]:
         "reference_mentions_spacy": target,
         "calibration_seconds": rnd(t_cal["s"], 1),
         "ours": {
-            "chunks": len(ours_chunks), "seconds": rnd(ours_s), "tokens_per_s": rnd(n_tokens / ours_s, 2),
-            "chunks_per_s": rnd(len(ours_chunks) / ours_s, 3), "entities": ours_ents, "relations": ours_rels,
-            "gliner_seconds": rnd(spent["gliner"]), "glirel_seconds": rnd(spent["glirel"]),
-            "batch_size": cfg.batch_size, "chunking": "sentence-aware, <=256 words, 32 overlap",
+            "chunks": len(ours_chunks),
+            "seconds": rnd(ours_s),
+            "tokens_per_s": rnd(n_tokens / ours_s, 2),
+            "chunks_per_s": rnd(len(ours_chunks) / ours_s, 3),
+            "entities": ours_ents,
+            "relations": ours_rels,
+            "gliner_seconds": rnd(spent["gliner"]),
+            "glirel_seconds": rnd(spent["glirel"]),
+            "batch_size": cfg.batch_size,
+            "chunking": "sentence-aware, <=256 words, 32 overlap",
         },
         "seed": {
-            "chunks": len(seed), "seconds": rnd(seed_s), "tokens_per_s": rnd(n_tokens / seed_s, 2),
-            "chunks_per_s": rnd(len(seed) / seed_s, 3), "entities": seed_ents, "relations": seed_rels,
-            "path": seed_path.mode, "path_note": seed_path.reason,
+            "chunks": len(seed),
+            "seconds": rnd(seed_s),
+            "tokens_per_s": rnd(n_tokens / seed_s, 2),
+            "chunks_per_s": rnd(len(seed) / seed_s, 3),
+            "entities": seed_ents,
+            "relations": seed_rels,
+            "path": seed_path.mode,
+            "path_note": seed_path.reason,
             "chunking": "200 characters on '.' splits, 50 overlap; one chunk per call",
         },
         "speedup_tokens_per_s": ratio(seed_s, ours_s),  # ours tokens/s over seed tokens/s (same tokens)
@@ -389,10 +445,14 @@ def run(ctx: Context) -> dict[str, Any]:
 
     for name in variants:
         v_s = min(variant_times[name])
-        out[name] = {"seconds": rnd(v_s), "tokens_per_s": rnd(n_tokens / v_s, 2),
-                     "speedup_vs_seed": ratio(seed_s, v_s), "speedup_vs_ours_plain": ratio(ours_s, v_s),
-                     "agreement_with_ours": agreement(results, variant_results[name]),
-                     "rounds_seconds": [rnd(x) for x in variant_times[name]]}
+        out[name] = {
+            "seconds": rnd(v_s),
+            "tokens_per_s": rnd(n_tokens / v_s, 2),
+            "speedup_vs_seed": ratio(seed_s, v_s),
+            "speedup_vs_ours_plain": ratio(ours_s, v_s),
+            "agreement_with_ours": agreement(results, variant_results[name]),
+            "rounds_seconds": [rnd(x) for x in variant_times[name]],
+        }
     out["torch_threads"] = _torch_threads()
     if mode.extraction_models == "real-arch":  # the per-token cost multiplied out (not measured at 1M)
         out["projected_hours_per_1M_tokens_ours"] = rnd(per_1k * 1000 / 3600, 1)
@@ -414,22 +474,46 @@ def _torch_threads() -> int:
 
 def table(r: dict[str, Any]) -> list[tuple[str, str]]:
     o, s = r["ours"], r["seed"]
-    return [
-        ("models", f"{r['models']} (GLiNER: {r['gliner_backbone']}; GLiREL: {r['glirel_backbone']})"),
-        ("sample", f"{r['sample_tokens']} tokens of the Obama article"),
-        ("ours (batched, 256-word chunks)", f"{o['tokens_per_s']} tok/s, {o['chunks_per_s']} chunks/s "
-                                             f"({o['chunks']} chunks, {o['seconds']} s; {o['entities']} ents, {o['relations']} rels)"),
-        (f"seed ({s['path']}, 200-char chunks)", f"{s['tokens_per_s']} tok/s, {s['chunks_per_s']} chunks/s "
-                                                 f"({s['chunks']} chunks, {s['seconds']} s; {s['entities']} ents, {s['relations']} rels)"),
-        ("RATIO extraction tokens/s ours/seed", f"{r['speedup_tokens_per_s']}x"),
-    ] + [
-        (f"RATIO ours + {name} / seed", f"{r[name]['speedup_vs_seed']}x ({r[name]['tokens_per_s']} tok/s; "
-                                          f"entity agreement F1 {r[name]['agreement_with_ours']['entity_agreement_f1']}, "
-                                          f"relation {r[name]['agreement_with_ours']['relation_agreement_f1']})")
-        for name in ("levers", "onnx", "int8") if name in r
-    ] + [
-        ("ours s per 1k tokens (GLiNER / GLiREL)",
-         f"{r['ours_seconds_per_1k_tokens']} ({r['ours_gliner_seconds_per_1k_tokens']} / {r['ours_glirel_seconds_per_1k_tokens']})"),
-    ] + ([("projected h per 1M tokens ours / seed (per-token cost x 1M)",
-           f"{r['projected_hours_per_1M_tokens_ours']} / {r['projected_hours_per_1M_tokens_seed']}")]
-         if "projected_hours_per_1M_tokens_ours" in r else [])
+    return (
+        [
+            ("models", f"{r['models']} (GLiNER: {r['gliner_backbone']}; GLiREL: {r['glirel_backbone']})"),
+            ("sample", f"{r['sample_tokens']} tokens of the Obama article"),
+            (
+                "ours (batched, 256-word chunks)",
+                f"{o['tokens_per_s']} tok/s, {o['chunks_per_s']} chunks/s "
+                f"({o['chunks']} chunks, {o['seconds']} s; {o['entities']} ents, {o['relations']} rels)",
+            ),
+            (
+                f"seed ({s['path']}, 200-char chunks)",
+                f"{s['tokens_per_s']} tok/s, {s['chunks_per_s']} chunks/s "
+                f"({s['chunks']} chunks, {s['seconds']} s; {s['entities']} ents, {s['relations']} rels)",
+            ),
+            ("RATIO extraction tokens/s ours/seed", f"{r['speedup_tokens_per_s']}x"),
+        ]
+        + [
+            (
+                f"RATIO ours + {name} / seed",
+                f"{r[name]['speedup_vs_seed']}x ({r[name]['tokens_per_s']} tok/s; "
+                f"entity agreement F1 {r[name]['agreement_with_ours']['entity_agreement_f1']}, "
+                f"relation {r[name]['agreement_with_ours']['relation_agreement_f1']})",
+            )
+            for name in ("levers", "onnx", "int8")
+            if name in r
+        ]
+        + [
+            (
+                "ours s per 1k tokens (GLiNER / GLiREL)",
+                f"{r['ours_seconds_per_1k_tokens']} ({r['ours_gliner_seconds_per_1k_tokens']} / {r['ours_glirel_seconds_per_1k_tokens']})",
+            ),
+        ]
+        + (
+            [
+                (
+                    "projected h per 1M tokens ours / seed (per-token cost x 1M)",
+                    f"{r['projected_hours_per_1M_tokens_ours']} / {r['projected_hours_per_1M_tokens_seed']}",
+                )
+            ]
+            if "projected_hours_per_1M_tokens_ours" in r
+            else []
+        )
+    )

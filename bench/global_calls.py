@@ -59,8 +59,10 @@ def exact_tokens(llm, messages: list[dict]) -> int:
 
 
 def seed_messages(report_text: str, query: str) -> list[dict]:
-    return [{"role": "system", "content": SEED_SYSTEM},
-            {"role": "user", "content": f"Community Summary:\n{report_text}\n\nQuery: {query}"}]
+    return [
+        {"role": "system", "content": SEED_SYSTEM},
+        {"role": "user", "content": f"Community Summary:\n{report_text}\n\nQuery: {query}"},
+    ]
 
 
 def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
@@ -88,8 +90,13 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
                 if key not in seed_cache:
                     seed_cache[key] = exact_tokens(llm, seed_messages(rep.text(), q))
                 seed_tokens += seed_cache[key]
-            lv = {"reports": len(reports), "ours_map_calls": d["map_chunks"], "ours_map_prompt_tokens": ours_tokens,
-                  "seed_calls": len(reports), "seed_prompt_tokens": seed_tokens}
+            lv = {
+                "reports": len(reports),
+                "ours_map_calls": d["map_chunks"],
+                "ours_map_prompt_tokens": ours_tokens,
+                "seed_calls": len(reports),
+                "seed_prompt_tokens": seed_tokens,
+            }
             per_level.setdefault(level, {"reports": len(reports), "rows": []})["rows"].append(lv)
             if level == chosen:
                 row.update(level=level, **lv)
@@ -99,8 +106,11 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
         pre = qe.global_search(q, only_context=True, config=cfg)
         pd = pre.details
         row["prefilter"] = {
-            "level": pd["level"], "reports_mapped": pd["reports_mapped"], "reports_at_level": pd["reports_at_level"],
-            "map_calls": pd["map_chunks"], "map_calls_without": pd["map_chunks_without_prefilter"],
+            "level": pd["level"],
+            "reports_mapped": pd["reports_mapped"],
+            "reports_at_level": pd["reports_at_level"],
+            "map_calls": pd["map_chunks"],
+            "map_calls_without": pd["map_chunks_without_prefilter"],
             "map_calls_saved": pd["map_calls_saved_by_prefilter"],
             "map_prompt_tokens": sum(exact_tokens(llm, map_messages(t, q)) for t in pd["map_contexts"]),
         }
@@ -172,22 +182,46 @@ def run(ctx: Context) -> dict[str, Any]:
 
 def table(r: dict[str, Any]) -> list[tuple[str, str]]:
     rows = []
-    for key, label in (("obama_standin", "Obama, stand-in reports"), ("obama_slice_gemma_reports", "Obama slice, Gemma reports")):
+    for key, label in (
+        ("obama_standin", "Obama, stand-in reports"),
+        ("obama_slice_gemma_reports", "Obama slice, Gemma reports"),
+    ):
         m = r.get(key)
         if not isinstance(m, dict):
             rows.append((label, str(m)))
             continue
-        rows.append((f"{label}: reports / levels", f"{m['reports']} reports (mean {m['report_tokens_mean']} tokens), levels {m['levels']}, default level {m['default_level']}"))
-        rows.append((f"{label}: LLM calls per query ours / seed",
-                     f"{m['ours_calls_per_query']} / {m['seed_calls_per_query']} (RATIO seed/ours {m['calls_ratio_seed_over_ours']}x)"))
-        rows.append((f"{label}: map prompt tokens ours / seed",
-                     f"{m['ours_map_prompt_tokens_per_query']} / {m['seed_prompt_tokens_per_query']} (RATIO seed/ours {m['prompt_tokens_ratio_seed_over_ours']}x)"))
+        rows.append(
+            (
+                f"{label}: reports / levels",
+                f"{m['reports']} reports (mean {m['report_tokens_mean']} tokens), levels {m['levels']}, default level {m['default_level']}",
+            )
+        )
+        rows.append(
+            (
+                f"{label}: LLM calls per query ours / seed",
+                f"{m['ours_calls_per_query']} / {m['seed_calls_per_query']} (RATIO seed/ours {m['calls_ratio_seed_over_ours']}x)",
+            )
+        )
+        rows.append(
+            (
+                f"{label}: map prompt tokens ours / seed",
+                f"{m['ours_map_prompt_tokens_per_query']} / {m['seed_prompt_tokens_per_query']} (RATIO seed/ours {m['prompt_tokens_ratio_seed_over_ours']}x)",
+            )
+        )
         for level, lv in m["per_level"].items():
-            rows.append((f"  level {level} ({lv['reports']} reports)",
-                         f"calls {lv['ours_calls_per_query']} vs {lv['seed_calls_per_query']}, "
-                         f"tokens {lv['ours_map_prompt_tokens_per_query']} vs {lv['seed_prompt_tokens_per_query']}"))
+            rows.append(
+                (
+                    f"  level {level} ({lv['reports']} reports)",
+                    f"calls {lv['ours_calls_per_query']} vs {lv['seed_calls_per_query']}, "
+                    f"tokens {lv['ours_map_prompt_tokens_per_query']} vs {lv['seed_prompt_tokens_per_query']}",
+                )
+            )
         p = m["prefilter"]
-        rows.append((f"{label}: pre-filter top {p['top']}",
-                     f"map calls {p['map_calls_without_mean']} -> {p['map_calls_mean']} (saved {p['map_calls_saved_mean']}), "
-                     f"map prompt tokens saved {p['map_prompt_tokens_saved_mean']}"))
+        rows.append(
+            (
+                f"{label}: pre-filter top {p['top']}",
+                f"map calls {p['map_calls_without_mean']} -> {p['map_calls_mean']} (saved {p['map_calls_saved_mean']}), "
+                f"map prompt tokens saved {p['map_prompt_tokens_saved_mean']}",
+            )
+        )
     return rows

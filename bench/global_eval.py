@@ -40,17 +40,19 @@ def search_config(args: argparse.Namespace):
     return SearchConfig(
         answer_max_tokens=args.answer_max_tokens,
         context_tokens=args.context_tokens,
-        global_=GlobalConfig(map_max_tokens=args.map_max_tokens, reduce_max_tokens=args.answer_max_tokens,
-                             prefilter_top=args.prefilter_top),
+        global_=GlobalConfig(
+            map_max_tokens=args.map_max_tokens,
+            reduce_max_tokens=args.answer_max_tokens,
+            prefilter_top=args.prefilter_top,
+        ),
     )
 
 
 def run_one(name: str, index: Path, args: argparse.Namespace) -> dict:
-    from tiny_graphrag.cli import index_info
-    from tiny_graphrag.evaluation import evaluate, open_judge
+    from tiny_graphrag.cli.commands import index_info
+    from tiny_graphrag.evaluation.head_to_head import evaluate, open_judge
+    from tiny_graphrag.index.cache import CallCache
     from tiny_graphrag.search.engine import QueryEngine
-
-    from tiny_graphrag.cache import CallCache
 
     info = index_info(index, top=0)
     # A persistent cache only to resume an interrupted run: a fresh file replays nothing.
@@ -58,8 +60,16 @@ def run_one(name: str, index: Path, args: argparse.Namespace) -> dict:
     with QueryEngine(index, config=search_config(args), cache=cache) as qe:
         judge = open_judge(args.judge, qe, n_ctx=args.n_ctx, cache=cache)
         t0 = time.perf_counter()
-        result = evaluate(qe, judge, questions=args.questions, a=args.a, b=args.b, source=args.source,
-                          answer_tokens=args.answer_tokens, seed=args.seed)
+        result = evaluate(
+            qe,
+            judge,
+            questions=args.questions,
+            a=args.a,
+            b=args.b,
+            source=args.source,
+            answer_tokens=args.answer_tokens,
+            seed=args.seed,
+        )
         seconds = time.perf_counter() - t0
         calls = {"answer_model_calls": qe.llm.calls, "judge_calls": getattr(judge, "calls", None)}
     manifest = json.loads((index / "manifest.json").read_text()) if (index / "manifest.json").exists() else {}
@@ -68,15 +78,22 @@ def run_one(name: str, index: Path, args: argparse.Namespace) -> dict:
         "corpus": name,
         "index": str(index),
         "build": {
-            "counts": info["counts"], "levels": info["levels"], "fallback_reports": info["fallback_reports"],
+            "counts": info["counts"],
+            "levels": info["levels"],
+            "fallback_reports": info["fallback_reports"],
             "llm": (manifest.get("config") or {}).get("llm"),
             "max_cluster_size": ((manifest.get("config") or {}).get("communities") or {}).get("max_cluster_size"),
             "extractor": (info["models"]["extractor"] or {}).get("name"),
             "seconds_per_stage": summary.get("seconds_per_stage"),
         },
-        "search_config": "library defaults" if args.library_defaults else {
-            "prefilter_top": args.prefilter_top, "map_max_tokens": args.map_max_tokens,
-            "answer_max_tokens": args.answer_max_tokens, "context_tokens": args.context_tokens},
+        "search_config": "library defaults"
+        if args.library_defaults
+        else {
+            "prefilter_top": args.prefilter_top,
+            "map_max_tokens": args.map_max_tokens,
+            "answer_max_tokens": args.answer_max_tokens,
+            "context_tokens": args.context_tokens,
+        },
         "seconds": round(seconds, 1),
         # Judges tend to prefer the longer answer: the lengths, to read the win rates against.
         "mean_answer_words": {result.a: _mean_words(result.answers_a), result.b: _mean_words(result.answers_b)},

@@ -47,9 +47,9 @@ RANKINGS = {"grounded": {}, "graphrag": {"relevance_weight": 0.0, "point_cutoff"
 
 
 def ask(index: Path, questions, llm_path: Path, cache: Path) -> list[dict]:
-    from tiny_graphrag.cache import CallCache
+    from tiny_graphrag.backends.llm import open_llm
     from tiny_graphrag.config import LLMConfig
-    from tiny_graphrag.llm import open_llm
+    from tiny_graphrag.index.cache import CallCache
     from tiny_graphrag.search.config import GlobalConfig
     from tiny_graphrag.search.engine import QueryEngine
     from tiny_graphrag.search.prompts import NOT_IN_CONTEXT
@@ -71,9 +71,11 @@ def ask(index: Path, questions, llm_path: Path, cache: Path) -> list[dict]:
                     "points_in_reduce": d.get("points_in_reduce"),
                     "map_calls": d.get("map_chunks"),
                     "seconds": round(time.perf_counter() - t0, 1),
-                    "point_scores": [{k: p.get(k) for k in ("model_score", "score", "source_report", "similarity",
-                                                             "relevance")}
-                                     | {"description": p["description"][:160]} for p in d.get("points", [])],
+                    "point_scores": [
+                        {k: p.get(k) for k in ("model_score", "score", "source_report", "similarity", "relevance")}
+                        | {"description": p["description"][:160]}
+                        for p in d.get("points", [])
+                    ],
                 }
                 log.info("%s | %s: %s", q, name, r.answer[:200])
             rows.append(row)
@@ -83,10 +85,12 @@ def ask(index: Path, questions, llm_path: Path, cache: Path) -> list[dict]:
 def summary(rows: list[dict]) -> dict:
     out = {}
     for name in RANKINGS:
-        out[name] = {"questions": len(rows),
-                     "does_not_say": sum(r[name]["does_not_say"] for r in rows),
-                     "reduced": sum(bool(r[name]["points_in_reduce"]) for r in rows),
-                     "points_in_reduce": sum(r[name]["points_in_reduce"] or 0 for r in rows)}
+        out[name] = {
+            "questions": len(rows),
+            "does_not_say": sum(r[name]["does_not_say"] for r in rows),
+            "reduced": sum(bool(r[name]["points_in_reduce"]) for r in rows),
+            "points_in_reduce": sum(r[name]["points_in_reduce"] or 0 for r in rows),
+        }
     return out
 
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import ROOT, dump_json, git_commit, machine_info, obama_text, quiet_logs, ratio, rnd, stopwatch, cut_text
+from .common import ROOT, cut_text, dump_json, git_commit, machine_info, obama_text, quiet_logs, ratio, rnd, stopwatch
 
 log = logging.getLogger("bench.gpu")
 MENTIONS_PER_TOKEN = 60 / 490  # spaCy en_core_web_sm on the default extraction sample (bench/RESULTS.md)
@@ -65,9 +65,9 @@ def sample_chunks(text: str) -> list:
     """The library's chunks (256 words, 32 of overlap), or where spaCy (its sentencizer) is not
     installed, as on the GPU machine, the same packing of sentences split at '. ' (speed depends
     on the chunks' lengths, which come out about the same)."""
-    from tiny_graphrag.chunking import WORD_RE, chunk_documents
+    from tiny_graphrag.build.chunking import WORD_RE, chunk_documents
+    from tiny_graphrag.build.documents import document_from_text
     from tiny_graphrag.config import ChunkingConfig
-    from tiny_graphrag.documents import document_from_text
     from tiny_graphrag.records import Chunk
 
     try:
@@ -101,9 +101,10 @@ def _target_mentions(chunks, schema, n_tokens: int) -> tuple[int, str]:
         return round(MENTIONS_PER_TOKEN * n_tokens), "spaCy's rate on the CPU sample (60 per 490 tokens)"
 
 
-def extraction(device: str, words: int, models_root: Path, seed_words: int, kind: str,
-               batch_sizes: list[int]) -> dict[str, Any]:
-    from tiny_graphrag.chunking import count_tokens
+def extraction(
+    device: str, words: int, models_root: Path, seed_words: int, kind: str, batch_sizes: list[int]
+) -> dict[str, Any]:
+    from tiny_graphrag.build.chunking import count_tokens
     from tiny_graphrag.config import ExtractionConfig
     from tiny_graphrag.extract.gliner import GlinerGlirelExtractor, clear_model_cache
     from tiny_graphrag.schema import Schema
@@ -121,12 +122,23 @@ def extraction(device: str, words: int, models_root: Path, seed_words: int, kind
     target, reference = _target_mentions(probe, schema, sum(c.n_tokens for c in probe))
     threshold = calibrate_threshold(models["gliner"], [c.text for c in probe], types, target)
     clear_model_cache()
-    out: dict[str, Any] = {"models": kind, "model_build_seconds": rnd(t_build["s"], 1), "sample_tokens": n_tokens,
-                           "chunks": len(chunks), "entity_threshold": rnd(threshold, 6), "mention_reference": reference,
-                           "by_batch_size": {}}
+    out: dict[str, Any] = {
+        "models": kind,
+        "model_build_seconds": rnd(t_build["s"], 1),
+        "sample_tokens": n_tokens,
+        "chunks": len(chunks),
+        "entity_threshold": rnd(threshold, 6),
+        "mention_reference": reference,
+        "by_batch_size": {},
+    }
     for bs in batch_sizes:
-        cfg = ExtractionConfig(gliner_model=str(models["gliner"]), glirel_model=str(models["glirel"]),
-                               entity_threshold=threshold, device=device, batch_size=bs)
+        cfg = ExtractionConfig(
+            gliner_model=str(models["gliner"]),
+            glirel_model=str(models["glirel"]),
+            entity_threshold=threshold,
+            device=device,
+            batch_size=bs,
+        )
         ex = GlinerGlirelExtractor(schema, cfg)
         ex.extract(chunks[:2])  # load + warm-up
         spent = {"gliner": 0.0, "glirel": 0.0}
@@ -139,6 +151,7 @@ def extraction(device: str, words: int, models_root: Path, seed_words: int, kind
                     _sync(device)
                 spent[name] += t["s"]
                 return res
+
             return wrapper
 
         ex.entities = timed("gliner", ex.entities)  # type: ignore[method-assign]
@@ -149,11 +162,13 @@ def extraction(device: str, words: int, models_root: Path, seed_words: int, kind
             _sync(device)
         out["dtype"] = ex.describe()["dtype"]
         out["by_batch_size"][str(bs)] = {
-            "seconds": rnd(t["s"]), "tokens_per_s": rnd(n_tokens / t["s"], 1),
+            "seconds": rnd(t["s"]),
+            "tokens_per_s": rnd(n_tokens / t["s"], 1),
             "gliner_tokens_per_s": rnd(n_tokens / spent["gliner"], 1) if spent["gliner"] else None,
             "glirel_tokens_per_s": rnd(n_tokens / spent["glirel"], 1) if spent["glirel"] else None,
             "peak_gpu_mb": _peak_mb(device),
-            "entities": sum(len(r.entities) for r in res), "relations": sum(len(r.relations) for r in res),
+            "entities": sum(len(r.entities) for r in res),
+            "relations": sum(len(r.relations) for r in res),
         }
         log.info("batch %d: %s", bs, out["by_batch_size"][str(bs)])
         del ex
@@ -170,8 +185,14 @@ def extraction(device: str, words: int, models_root: Path, seed_words: int, kind
         for c in seeds:
             path.run_one(c)
         _sync(device)
-    out["seed"] = {"path": path.mode, "note": path.reason, "sample_tokens": seed_tokens, "chunks": len(seeds),
-                   "seconds": rnd(t["s"]), "tokens_per_s": rnd(seed_tokens / t["s"], 1)}
+    out["seed"] = {
+        "path": path.mode,
+        "note": path.reason,
+        "sample_tokens": seed_tokens,
+        "chunks": len(seeds),
+        "seconds": rnd(t["s"]),
+        "tokens_per_s": rnd(seed_tokens / t["s"], 1),
+    }
     best = max(out["by_batch_size"], key=lambda b: out["by_batch_size"][b]["tokens_per_s"])
     out["best_batch_size"] = int(best)
     out["speedup_best_vs_seed"] = ratio(out["by_batch_size"][best]["tokens_per_s"], out["seed"]["tokens_per_s"])
@@ -203,18 +224,30 @@ def _embedder_folder(root: Path) -> tuple[str, str]:
         vocab = [w.rstrip("\n") for w in bert_vocab_file().read_text(encoding="utf-8").splitlines()]
         backbone = folder / "backbone"
         torch.manual_seed(0)
-        BertModel(BertConfig(vocab_size=len(vocab), hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                             intermediate_size=1536)).save_pretrained(backbone)
+        BertModel(
+            BertConfig(
+                vocab_size=len(vocab),
+                hidden_size=384,
+                num_hidden_layers=6,
+                num_attention_heads=12,
+                intermediate_size=1536,
+            )
+        ).save_pretrained(backbone)
         devmodels.build_tokenizer(vocab).save_pretrained(backbone)
-        st = SentenceTransformer(modules=[models.Transformer(str(backbone), max_seq_length=256),
-                                          models.Pooling(384, "mean"), models.Normalize()])
+        st = SentenceTransformer(
+            modules=[
+                models.Transformer(str(backbone), max_seq_length=256),
+                models.Pooling(384, "mean"),
+                models.Normalize(),
+            ]
+        )
         st.save(str(folder))
     return str(folder), "all-MiniLM-L6-v2 architecture, random weights"
 
 
 def embedding(device: str, words: int, root: Path) -> dict[str, Any]:
-    from tiny_graphrag.chunking import count_tokens
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
+    from tiny_graphrag.build.chunking import count_tokens
 
     text = sample_text(words)
     chunks = [c.text for c in sample_chunks(text)]
@@ -228,8 +261,11 @@ def embedding(device: str, words: int, root: Path) -> dict[str, Any]:
         with stopwatch() as t:
             e.embed(chunks)
             _sync(device)
-        out[f"batch_{bs}"] = {"texts_per_s": rnd(len(chunks) / t["s"], 1),
-                              "tokens_per_s": rnd(out["sample_tokens"] / t["s"], 1), "peak_gpu_mb": _peak_mb(device)}
+        out[f"batch_{bs}"] = {
+            "texts_per_s": rnd(len(chunks) / t["s"], 1),
+            "tokens_per_s": rnd(out["sample_tokens"] / t["s"], 1),
+            "peak_gpu_mb": _peak_mb(device),
+        }
     return out
 
 
@@ -237,15 +273,17 @@ def llm_offload(prompt_tokens: int, gen_tokens: int) -> dict[str, Any]:
     try:
         import llama_cpp
     except ImportError:
-        return {"skipped": "llama-cpp-python is not installed here (a CUDA build compiles for ~6 min: not in this command)"}
+        return {
+            "skipped": "llama-cpp-python is not installed here (a CUDA build compiles for ~6 min: not in this command)"
+        }
+    from tiny_graphrag.backends.llm import LlamaCppLLM
     from tiny_graphrag.config import LLMConfig
-    from tiny_graphrag.llm import LlamaCppLLM
 
     from .common import gemma_path
     from .llm_throughput import raw_throughput
 
     if not llama_cpp.llama_supports_gpu_offload():
-        return {"skipped": "this llama-cpp-python has no GPU offload: rebuild it with CMAKE_ARGS=\"-DGGML_CUDA=on\""}
+        return {"skipped": 'this llama-cpp-python has no GPU offload: rebuild it with CMAKE_ARGS="-DGGML_CUDA=on"'}
     out: dict[str, Any] = {}
     for n in (0, -1):
         llm = LlamaCppLLM(LLMConfig(model=str(gemma_path()), chat_format="gemma", n_ctx=4096, n_gpu_layers=n))
@@ -258,7 +296,9 @@ def llm_offload(prompt_tokens: int, gen_tokens: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.gpu", description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
-    ap.add_argument("--tiny", action="store_true", help="2-layer test models and small samples (checks the script on a CPU)")
+    ap.add_argument(
+        "--tiny", action="store_true", help="2-layer test models and small samples (checks the script on a CPU)"
+    )
     ap.add_argument("--words", type=int, default=None, help="extraction sample in word tokens (default 40000 on CUDA)")
     ap.add_argument("--seed-words", type=int, default=None, help="seed-path sample (default 1500 on CUDA)")
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8, 32, 64])
@@ -274,13 +314,19 @@ def main(argv: list[str] | None = None) -> int:
     words = args.words or (600 if args.tiny else 40_000 if gpu else 1_000)
     seed_words = args.seed_words or (150 if args.tiny or not gpu else 1_500)
     kind = "tiny" if args.tiny else "real-arch"
-    result: dict[str, Any] = {"command": "python -m bench.gpu " + " ".join(argv if argv is not None else sys.argv[1:]),
-                              "device": device, "machine": machine_info(), "git": git_commit(),
-                              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    result: dict[str, Any] = {
+        "command": "python -m bench.gpu " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "device": device,
+        "machine": machine_info(),
+        "git": git_commit(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
     models_root = args.out.parent / "models"
-    steps = [("extraction", lambda: extraction(device, words, models_root, seed_words, kind, args.batch_sizes)),
-             ("embedding", lambda: embedding(device, words, models_root)),
-             ("llm", lambda: llm_offload(2048 if gpu else 512, 128 if gpu else 32))]
+    steps = [
+        ("extraction", lambda: extraction(device, words, models_root, seed_words, kind, args.batch_sizes)),
+        ("embedding", lambda: embedding(device, words, models_root)),
+        ("llm", lambda: llm_offload(2048 if gpu else 512, 128 if gpu else 32)),
+    ]
     failed = False
     for name, fn in steps:
         if name in args.skip:

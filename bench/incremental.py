@@ -48,10 +48,23 @@ def _write(passages: list[tuple[str, str]], folder: Path) -> list[Path]:
 def _config(args, cache_dir: Path | None):
     from tiny_graphrag.config import BuildConfig, ChunkingConfig, LLMConfig
 
-    llm = LLMConfig(model=str(args.llm), n_ctx=2048, max_report_tokens=200, report_context_tokens=800,
-                    report_min_size=args.report_min_size) if args.llm else LLMConfig(report_min_size=args.report_min_size)
-    return BuildConfig(chunking=ChunkingConfig(), extraction=spacy_extraction_config(), llm=llm,
-                       cache_dir=str(cache_dir) if cache_dir else None)
+    llm = (
+        LLMConfig(
+            model=str(args.llm),
+            n_ctx=2048,
+            max_report_tokens=200,
+            report_context_tokens=800,
+            report_min_size=args.report_min_size,
+        )
+        if args.llm
+        else LLMConfig(report_min_size=args.report_min_size)
+    )
+    return BuildConfig(
+        chunking=ChunkingConfig(),
+        extraction=spacy_extraction_config(),
+        llm=llm,
+        cache_dir=str(cache_dir) if cache_dir else None,
+    )
 
 
 def _llm(args):
@@ -64,18 +77,26 @@ def _llm(args):
 
 def _costs(summary, seconds: float) -> dict[str, Any]:
     calls = summary.model_calls
-    return {"extraction": calls.get("extraction", 0), "embedding": calls.get("embedding", 0),
-            "llm": calls.get("llm", 0), "seconds": rnd(seconds, 2)}
+    return {
+        "extraction": calls.get("extraction", 0),
+        "embedding": calls.get("embedding", 0),
+        "llm": calls.get("llm", 0),
+        "seconds": rnd(seconds, 2),
+    }
 
 
 def _same(a: Path, b: Path) -> bool:
-    from tiny_graphrag.store import IndexStore
+    from tiny_graphrag.index.store import IndexStore
 
     sa, sb = IndexStore.open(a), IndexStore.open(b)
     ga, gb = sa.graph(), sb.graph()
-    same = (dict(ga.nodes(data=True)) == dict(gb.nodes(data=True))
-            and {e[:3]: e[3] for e in ga.edges(keys=True, data=True)} == {e[:3]: e[3] for e in gb.edges(keys=True, data=True)}
-            and sa.communities() == sb.communities() and sa.reports() == sb.reports())
+    same = (
+        dict(ga.nodes(data=True)) == dict(gb.nodes(data=True))
+        and {e[:3]: e[3] for e in ga.edges(keys=True, data=True)}
+        == {e[:3]: e[3] for e in gb.edges(keys=True, data=True)}
+        and sa.communities() == sb.communities()
+        and sa.reports() == sb.reports()
+    )
     sa.close(), sb.close()
     return same
 
@@ -89,15 +110,22 @@ def run(args) -> dict[str, Any]:
     out = work / "inc" / "idx"
     t0 = time.perf_counter()
     first = build_index(base, out, config=_config(args, None), progress=False, force=True, **_llm(args))
-    result: dict[str, Any] = {"documents": args.docs, "base": _costs(first.summary, time.perf_counter() - t0),
-                              "base_graph": {"entities": sum(first.summary.entities_per_type.values()),
-                                             "communities": sum(first.summary.communities_per_level.values()),
-                                             "reports": first.summary.reports}}
+    result: dict[str, Any] = {
+        "documents": args.docs,
+        "base": _costs(first.summary, time.perf_counter() - t0),
+        "base_graph": {
+            "entities": sum(first.summary.entities_per_type.values()),
+            "communities": sum(first.summary.communities_per_level.values()),
+            "reports": first.summary.reports,
+        },
+    }
     index = load_index(out)
     final = list(base)
-    steps = [("add_1", lambda: index.add(extra[:1], **_llm(args)), lambda: final.extend(extra[:1])),
-             ("add_10", lambda: index.add(extra[1:11], **_llm(args)), lambda: final.extend(extra[1:11])),
-             ("remove_1", lambda: index.remove([str(base[0])], **_llm(args)), lambda: final.remove(base[0]))]
+    steps = [
+        ("add_1", lambda: index.add(extra[:1], **_llm(args)), lambda: final.extend(extra[:1])),
+        ("add_10", lambda: index.add(extra[1:11], **_llm(args)), lambda: final.extend(extra[1:11])),
+        ("remove_1", lambda: index.remove([str(base[0])], **_llm(args)), lambda: final.remove(base[0])),
+    ]
     for name, update, apply in steps:
         t0 = time.perf_counter()
         inc = update()
@@ -105,13 +133,16 @@ def run(args) -> dict[str, Any]:
         apply()
         rebuilt = work / f"full-{name}"
         t0 = time.perf_counter()
-        full = build_index(final, rebuilt / "idx", config=_config(args, rebuilt / "cache"), progress=False,
-                           force=True, **_llm(args))
+        full = build_index(
+            final, rebuilt / "idx", config=_config(args, rebuilt / "cache"), progress=False, force=True, **_llm(args)
+        )
         full_costs = _costs(full.summary, time.perf_counter() - t0)
         result[name] = {
-            "incremental": inc_costs, "full_rebuild": full_costs,
+            "incremental": inc_costs,
+            "full_rebuild": full_costs,
             "ratio": {k: rnd(ratio(inc_costs[k], full_costs[k])) for k in inc_costs},
-            "changes": inc.summary.changes, "equal_to_rebuild": _same(out, rebuilt / "idx"),
+            "changes": inc.summary.changes,
+            "equal_to_rebuild": _same(out, rebuilt / "idx"),
         }
         log.info("%s: %s", name, result[name])
     index.close()
@@ -128,8 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     quiet_logs()
     logging.getLogger("bench").setLevel(logging.INFO)
-    data = {"machine": machine_info(), "reports_by": str(args.llm or "extractive stand-in"),
-            "report_min_size": args.report_min_size, **run(args)}
+    data = {
+        "machine": machine_info(),
+        "reports_by": str(args.llm or "extractive stand-in"),
+        "report_min_size": args.report_min_size,
+        **run(args),
+    }
     dump_json(data, Path(args.json))
     print(json.dumps({k: v for k, v in data.items() if k != "machine"}, indent=2))
     return 0

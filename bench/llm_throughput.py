@@ -17,7 +17,16 @@ import logging
 import time
 from typing import Any
 
-from .common import Context, gemma_config, gemma_path, graph_counts, obama_slice, rnd, spacy_extraction_config, stopwatch
+from .common import (
+    Context,
+    gemma_config,
+    gemma_path,
+    graph_counts,
+    obama_slice,
+    rnd,
+    spacy_extraction_config,
+    stopwatch,
+)
 
 log = logging.getLogger("bench.llm")
 
@@ -47,8 +56,9 @@ def raw_throughput(llm, prompt_tokens: int, gen_tokens: int) -> dict[str, Any]:
     # generation: time from the first streamed token to the last (prompt processing excluded)
     llama.reset()
     stamps = []
-    for _ in llama.create_completion(prompt[:16], max_tokens=gen_tokens, temperature=0.0, logit_bias={eos: -1e9},
-                                     stream=True):
+    for _ in llama.create_completion(
+        prompt[:16], max_tokens=gen_tokens, temperature=0.0, logit_bias={eos: -1e9}, stream=True
+    ):
         stamps.append(time.perf_counter())
     n_gen = len(stamps)
     gen_s = stamps[-1] - stamps[0] if n_gen > 1 else float("nan")
@@ -75,15 +85,22 @@ class _Recorder:
     def complete(self, messages, **kwargs):
         with stopwatch() as t:
             out = self._llm.complete(messages, **kwargs)
-        self.records.append({"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-                             "seconds": round(t["s"], 3), "finish_reason": out.finish_reason, "cached": out.cached,
-                             "constrained": kwargs.get("schema") is not None})
+        self.records.append(
+            {
+                "prompt_tokens": out.prompt_tokens,
+                "completion_tokens": out.completion_tokens,
+                "seconds": round(t["s"], 3),
+                "finish_reason": out.finish_reason,
+                "cached": out.cached,
+                "constrained": kwargs.get("schema") is not None,
+            }
+        )
         return out
 
 
 def llm_share(ctx: Context, n_tokens: int) -> dict[str, Any]:
     """A real build (spaCy extractor, Gemma reports) of an Obama slice; seconds per stage."""
-    from tiny_graphrag.build import build_index
+    from tiny_graphrag.build.pipeline import build_index
     from tiny_graphrag.config import BuildConfig
 
     text = obama_slice(n_tokens)
@@ -92,8 +109,8 @@ def llm_share(ctx: Context, n_tokens: int) -> dict[str, Any]:
     src = folder / "obama_slice.txt"
     src.write_text(text, encoding="utf-8")
     cfg = BuildConfig(extraction=spacy_extraction_config(), llm=gemma_config(), cache_dir=str(folder / "cache"))
-    from tiny_graphrag.cache import CallCache
-    from tiny_graphrag.llm import open_llm
+    from tiny_graphrag.backends.llm import open_llm
+    from tiny_graphrag.index.cache import CallCache
 
     llm = _Recorder(open_llm(cfg.llm, cache=CallCache(None)))  # fresh in-memory cache: every call runs
     with stopwatch() as t:
@@ -129,10 +146,10 @@ def thread_counts(path, prompt_tokens: int = 512, gen_tokens: int = 64) -> dict[
     generation and one JSON-schema-constrained report call, whose outputs must be the same."""
     import os
 
+    from tiny_graphrag.backends.gguf import generation_threads
+    from tiny_graphrag.backends.llm import LlamaCppLLM
     from tiny_graphrag.config import LLMConfig
-    from tiny_graphrag.gguf import generation_threads
-    from tiny_graphrag.llm import LlamaCppLLM
-    from tiny_graphrag.report_prompt import report_messages, report_schema
+    from tiny_graphrag.reports.prompt import report_messages, report_schema
 
     from .common import obama_text
 
@@ -145,9 +162,14 @@ def thread_counts(path, prompt_tokens: int = 512, gen_tokens: int = 64) -> dict[
         raw = raw_throughput(llm, prompt_tokens, gen_tokens)
         with stopwatch() as t:
             report = llm.complete(report_messages(context), schema=report_schema(300), max_tokens=300, temperature=0.0)
-        out[name] = {"n_threads": n, "generation_tokens_per_s": raw["generation_tokens_per_s"],
-                     "prompt_tokens_per_s": raw["prompt_tokens_per_s"], "report_seconds": rnd(t["s"], 2),
-                     "report_completion_tokens": report.completion_tokens, "report_text": report.text}
+        out[name] = {
+            "n_threads": n,
+            "generation_tokens_per_s": raw["generation_tokens_per_s"],
+            "prompt_tokens_per_s": raw["prompt_tokens_per_s"],
+            "report_seconds": rnd(t["s"], 2),
+            "report_completion_tokens": report.completion_tokens,
+            "report_text": report.text,
+        }
     a, b = out["llama_cpp_default"], out["library_default"]
     out["generation_speedup"] = rnd(b["generation_tokens_per_s"] / a["generation_tokens_per_s"], 2)
     out["report_speedup"] = rnd(a["report_seconds"] / b["report_seconds"], 2)
@@ -156,7 +178,7 @@ def thread_counts(path, prompt_tokens: int = 512, gen_tokens: int = 64) -> dict[
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    from tiny_graphrag.llm import LlamaCppLLM
+    from tiny_graphrag.backends.llm import LlamaCppLLM
 
     path = gemma_path()
     with stopwatch() as t_load:
@@ -193,17 +215,30 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     th = r.get("threads")
     if th:
-        rows.append((f"generation threads ({th['model']}, {th['cpus']} CPUs)",
-                     f"{th['library_default']['n_threads']} (ours) against {th['llama_cpp_default']['n_threads']} "
-                     f"(llama-cpp-python's default): generation x{th['generation_speedup']}, a constrained report "
-                     f"x{th['report_speedup']}, same report: {th['same_report']}"))
+        rows.append(
+            (
+                f"generation threads ({th['model']}, {th['cpus']} CPUs)",
+                f"{th['library_default']['n_threads']} (ours) against {th['llama_cpp_default']['n_threads']} "
+                f"(llama-cpp-python's default): generation x{th['generation_speedup']}, a constrained report "
+                f"x{th['report_speedup']}, same report: {th['same_report']}",
+            )
+        )
     b = r["build"]
     if isinstance(b, dict):
-        rows.append(("report calls in the build (JSON schema)",
-                     f"{len(b['llm_calls'])} calls, mean {b['report_prompt_tokens_mean']} prompt + "
-                     f"{b['report_completion_tokens_mean']} completion tokens, {b['report_tokens_per_s_end_to_end']} "
-                     f"completion tok/s end to end"))
-        rows.append(("build of Obama slice", f"{b['corpus_tokens']} tokens, {b['reports']} reports, stages {b['seconds_per_stage']}"))
+        rows.append(
+            (
+                "report calls in the build (JSON schema)",
+                f"{len(b['llm_calls'])} calls, mean {b['report_prompt_tokens_mean']} prompt + "
+                f"{b['report_completion_tokens_mean']} completion tokens, {b['report_tokens_per_s_end_to_end']} "
+                f"completion tok/s end to end",
+            )
+        )
+        rows.append(
+            (
+                "build of Obama slice",
+                f"{b['corpus_tokens']} tokens, {b['reports']} reports, stages {b['seconds_per_stage']}",
+            )
+        )
         rows.append(("LLM share of build time", f"{b['llm_share_of_build']} ({b['seconds_per_report']} s per report)"))
     else:
         rows.append(("LLM share of build time", b))

@@ -51,11 +51,20 @@ def _name(rng: random.Random) -> str:
 
 def build_synthetic_index(folder: Path, n_nodes: int, seed: int = 0) -> dict[str, Any]:
     """An index with `n_nodes` entities, written with the library's store and graph code."""
-    from tiny_graphrag.embed import Embedder
-    from tiny_graphrag.graph import assign_hids, build_graph, normalize_name
-    from tiny_graphrag.records import Chunk, Document, EntityMention, Extraction, Finding, RelationMention, Report, content_id
+    from tiny_graphrag.backends.embed import Embedder
+    from tiny_graphrag.index.graph import assign_hids, build_graph, normalize_name
+    from tiny_graphrag.index.store import IndexStore
+    from tiny_graphrag.records import (
+        Chunk,
+        Document,
+        EntityMention,
+        Extraction,
+        Finding,
+        RelationMention,
+        Report,
+        content_id,
+    )
     from tiny_graphrag.schema import Schema
-    from tiny_graphrag.store import IndexStore
 
     rng = random.Random(seed)
     schema = Schema.preset("general")
@@ -97,11 +106,21 @@ def build_synthetic_index(folder: Path, n_nodes: int, seed: int = 0) -> dict[str
         docs.append(doc)
         pos = 0
         for idx, (t, spans) in enumerate(zip(texts, spans_of)):
-            c = Chunk(id=content_id("chunk", doc.id, pos), doc_id=doc.id, index=idx, text=t, start=pos,
-                      end=pos + len(t), n_tokens=len(t.split()))
+            c = Chunk(
+                id=content_id("chunk", doc.id, pos),
+                doc_id=doc.id,
+                index=idx,
+                text=t,
+                start=pos,
+                end=pos + len(t),
+                n_tokens=len(t.split()),
+            )
             ms = [EntityMention(t[s:e], etype[ent], s, e, 0.9) for ent, s, e in spans]
-            rels = [RelationMention(ms[i], ms[i + 1], "related to", 0.8) for i in range(len(ms) - 1)
-                    if ms[i].text != ms[i + 1].text]
+            rels = [
+                RelationMention(ms[i], ms[i + 1], "related to", 0.8)
+                for i in range(len(ms) - 1)
+                if ms[i].text != ms[i + 1].text
+            ]
             chunks.append(c)
             extractions.append(Extraction(c.id, tuple(ms), tuple(rels)))
             pos += len(t) + 1
@@ -117,9 +136,17 @@ def build_synthetic_index(folder: Path, n_nodes: int, seed: int = 0) -> dict[str
     reports = []
     for c in communities:
         top = [graph.nodes[k].get("name", k) for k in c.nodes[:3]]
-        reports.append(Report(c.id, c.level, "Community of " + ", ".join(top),
-                              f"{len(c.nodes)} entities around {', '.join(top)}.", float(min(10, len(c.nodes))),
-                              "size", (Finding(f"{top[0]} is central", "Generated for the benchmark."),)))
+        reports.append(
+            Report(
+                c.id,
+                c.level,
+                "Community of " + ", ".join(top),
+                f"{len(c.nodes)} entities around {', '.join(top)}.",
+                float(min(10, len(c.nodes))),
+                "size",
+                (Finding(f"{top[0]} is central", "Generated for the benchmark."),),
+            )
+        )
     vec_rng = np.random.default_rng(seed)
 
     def unit(n: int) -> np.ndarray:
@@ -138,14 +165,26 @@ def build_synthetic_index(folder: Path, n_nodes: int, seed: int = 0) -> dict[str
         store.save_reports(reports)
         store.save_vectors("reports", [r.community_id for r in reports], unit(len(reports)))
         store.save_graph(graph)
-        store.write_manifest({"library_version": "bench-synthetic", "embedder": Embedder().describe(), "llm": None,
-                              "config": {}, "bench": {"synthetic_nodes": n_nodes}})
+        store.write_manifest(
+            {
+                "library_version": "bench-synthetic",
+                "embedder": Embedder().describe(),
+                "llm": None,
+                "config": {},
+                "bench": {"synthetic_nodes": n_nodes},
+            }
+        )
         store.close()
     timings["store"] = t["s"]
     return {
-        "entities": graph.number_of_nodes(), "relations": graph.number_of_edges(), "chunks": len(chunks),
-        "documents": len(docs), "communities": len(communities), "levels": len({c.level for c in communities}),
-        "build_seconds": {k: rnd(v, 1) for k, v in timings.items()}, "names": names,
+        "entities": graph.number_of_nodes(),
+        "relations": graph.number_of_edges(),
+        "chunks": len(chunks),
+        "documents": len(docs),
+        "communities": len(communities),
+        "levels": len({c.level for c in communities}),
+        "build_seconds": {k: rnd(v, 1) for k, v in timings.items()},
+        "names": names,
     }
 
 
@@ -160,17 +199,19 @@ def planted_communities(graph, keys: list[str], topic: int, leaf: int = 10) -> l
 
     def inner(nodes: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
         inside = set(nodes)
-        return tuple(sorted({(u, v, str(k)) for n in nodes for u, v, k in graph.out_edges(n, keys=True) if v in inside}))
+        return tuple(
+            sorted({(u, v, str(k)) for n in nodes for u, v, k in graph.out_edges(n, keys=True) if v in inside})
+        )
 
     out = []
     for start in range(0, len(keys), topic):
-        members = tuple(sorted(k for k in dict.fromkeys(keys[start:start + topic]) if k in graph))
+        members = tuple(sorted(k for k in dict.fromkeys(keys[start : start + topic]) if k in graph))
         if not members:
             continue
         parent_id = content_id("com", 0, *members)
         kids = []
         for j in range(0, len(members), leaf):
-            part = members[j:j + leaf]
+            part = members[j : j + leaf]
             kid = Community(content_id("com", 1, *part), 1, part, parent=parent_id, edges=inner(part))
             kids.append(kid)
         out.append(Community(parent_id, 0, members, children=tuple(k.id for k in kids), edges=inner(members)))
@@ -202,13 +243,17 @@ def latency(path: Path, queries: list[str]) -> dict[str, Any]:
         tokens.append(res.context_tokens)
     qe.close()
     out = {f"{k}_ms": {"p50": rnd(percentile(v, 50), 1), "p95": rnd(percentile(v, 95), 1)} for k, v in parts.items()}
-    out.update(queries=len(queries), engine_load_seconds=rnd(t_load["s"], 2),
-               linked_entities_mean=rnd(float(np.mean(linked)), 2), context_tokens_mean=rnd(float(np.mean(tokens)), 1))
+    out.update(
+        queries=len(queries),
+        engine_load_seconds=rnd(t_load["s"], 2),
+        linked_entities_mean=rnd(float(np.mean(linked)), 2),
+        context_tokens_mean=rnd(float(np.mean(tokens)), 1),
+    )
     return out
 
 
 def obama_queries(path: Path, n: int, seed: int = 0) -> list[str]:
-    from tiny_graphrag.store import IndexStore
+    from tiny_graphrag.index.store import IndexStore
 
     store = IndexStore.open(path)
     g = store.graph()
@@ -243,12 +288,28 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
     for key in ("obama", "synthetic"):
         m = r[key]
         idx = m["index"]
-        steps = ", ".join(f"{k[:-3]} {v['p50']}/{v['p95']}" for k, v in m.items()
-                          if k.endswith("_ms") and k not in ("total_ms", "without_embedding_ms"))
-        rows.append((f"{key}: index", f"{idx.get('entities')} entities, {idx.get('relations')} relations, "
-                                      f"{idx.get('chunks')} chunks; engine load {m['engine_load_seconds']} s"))
-        rows.append((f"{key}: context p50 / p95 ms ({m['queries']} queries)",
-                     f"{m['total_ms']['p50']} / {m['total_ms']['p95']}  [{steps}]"))
-        rows.append((f"{key}: without the query embedding p50 / p95 ms",
-                     f"{m['without_embedding_ms']['p50']} / {m['without_embedding_ms']['p95']}"))
+        steps = ", ".join(
+            f"{k[:-3]} {v['p50']}/{v['p95']}"
+            for k, v in m.items()
+            if k.endswith("_ms") and k not in ("total_ms", "without_embedding_ms")
+        )
+        rows.append(
+            (
+                f"{key}: index",
+                f"{idx.get('entities')} entities, {idx.get('relations')} relations, "
+                f"{idx.get('chunks')} chunks; engine load {m['engine_load_seconds']} s",
+            )
+        )
+        rows.append(
+            (
+                f"{key}: context p50 / p95 ms ({m['queries']} queries)",
+                f"{m['total_ms']['p50']} / {m['total_ms']['p95']}  [{steps}]",
+            )
+        )
+        rows.append(
+            (
+                f"{key}: without the query embedding p50 / p95 ms",
+                f"{m['without_embedding_ms']['p50']} / {m['without_embedding_ms']['p95']}",
+            )
+        )
     return rows

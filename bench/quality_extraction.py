@@ -31,9 +31,24 @@ log = logging.getLogger("bench.quality_extraction")
 
 TYPES = ["PER", "ORG", "LOC", "TIME", "NUM", "MISC"]
 SPACY_TO_DOCRED = {
-    "PERSON": "PER", "ORG": "ORG", "GPE": "LOC", "LOC": "LOC", "FAC": "LOC", "DATE": "TIME", "TIME": "TIME",
-    "CARDINAL": "NUM", "QUANTITY": "NUM", "MONEY": "NUM", "PERCENT": "NUM", "ORDINAL": "NUM",
-    "NORP": "MISC", "EVENT": "MISC", "WORK_OF_ART": "MISC", "LAW": "MISC", "LANGUAGE": "MISC", "PRODUCT": "MISC",
+    "PERSON": "PER",
+    "ORG": "ORG",
+    "GPE": "LOC",
+    "LOC": "LOC",
+    "FAC": "LOC",
+    "DATE": "TIME",
+    "TIME": "TIME",
+    "CARDINAL": "NUM",
+    "QUANTITY": "NUM",
+    "MONEY": "NUM",
+    "PERCENT": "NUM",
+    "ORDINAL": "NUM",
+    "NORP": "MISC",
+    "EVENT": "MISC",
+    "WORK_OF_ART": "MISC",
+    "LAW": "MISC",
+    "LANGUAGE": "MISC",
+    "PRODUCT": "MISC",
 }
 COOCCURRENCE = "related to"
 
@@ -77,12 +92,18 @@ def prf(tp: int, n_pred: int, n_gold: int) -> dict[str, Any]:
     p = tp / n_pred if n_pred else 0.0
     r = tp / n_gold if n_gold else 0.0
     f = 2 * p * r / (p + r) if p + r else 0.0
-    return {"precision": rnd(100 * p, 1), "recall": rnd(100 * r, 1), "f1": rnd(100 * f, 1),
-            "tp": tp, "predicted": n_pred, "gold": n_gold}
+    return {
+        "precision": rnd(100 * p, 1),
+        "recall": rnd(100 * r, 1),
+        "f1": rnd(100 * f, 1),
+        "tp": tp,
+        "predicted": n_pred,
+        "gold": n_gold,
+    }
 
 
 def evaluate(extractor, docs: list[dict], rel_info: dict[str, str]) -> dict[str, Any]:
-    from tiny_graphrag.chunking import chunk_documents
+    from tiny_graphrag.build.chunking import chunk_documents
     from tiny_graphrag.config import ChunkingConfig
     from tiny_graphrag.records import Document
 
@@ -101,9 +122,24 @@ def evaluate(extractor, docs: list[dict], rel_info: dict[str, str]) -> dict[str,
         for m in ex.entities:
             pred_mentions[i].add((chunk.start + m.start, chunk.start + m.end, m.type))
         for r in ex.relations:
-            pred_rels[i].add(((chunk.start + r.head.start, chunk.start + r.head.end), r.label,
-                              (chunk.start + r.tail.start, chunk.start + r.tail.end)))
-    tot = {"m_tp": 0, "m_pred": 0, "m_gold": 0, "r_tp": 0, "r_pred": 0, "r_gold": 0, "p_tp": 0, "p_pred": 0, "p_gold": 0}
+            pred_rels[i].add(
+                (
+                    (chunk.start + r.head.start, chunk.start + r.head.end),
+                    r.label,
+                    (chunk.start + r.tail.start, chunk.start + r.tail.end),
+                )
+            )
+    tot = {
+        "m_tp": 0,
+        "m_pred": 0,
+        "m_gold": 0,
+        "r_tp": 0,
+        "r_pred": 0,
+        "r_gold": 0,
+        "p_tp": 0,
+        "p_pred": 0,
+        "p_gold": 0,
+    }
     for i, d in enumerate(docs):
         text, offsets = texts[i]
         g_mentions, cluster_of, g_triples = gold(d, offsets, rel_info)
@@ -118,8 +154,12 @@ def evaluate(extractor, docs: list[dict], rel_info: dict[str, str]) -> dict[str,
         pairs = {frozenset((h, t)) for h, _, t in triples}
         g_pairs = {frozenset((h, t)) for h, _, t in g_triples if h != t}
         p_tp = len(pairs & g_pairs)
-        row = {"title": d["title"], "mentions": [m_tp, len(pred_mentions[i]), len(g_mentions)],
-               "triples": [r_tp, len(triples), len(g_triples)], "pairs": [p_tp, len(pairs), len(g_pairs)]}
+        row = {
+            "title": d["title"],
+            "mentions": [m_tp, len(pred_mentions[i]), len(g_mentions)],
+            "triples": [r_tp, len(triples), len(g_triples)],
+            "pairs": [p_tp, len(pairs), len(g_pairs)],
+        }
         per_doc.append(row)
         for key, (a, b, c) in (("m", row["mentions"]), ("r", row["triples"]), ("p", row["pairs"])):
             tot[f"{key}_tp"] += a
@@ -136,16 +176,21 @@ def evaluate(extractor, docs: list[dict], rel_info: dict[str, str]) -> dict[str,
 
 
 def run(ctx: Context) -> dict[str, Any]:
+    from tiny_graphrag.backends.files import resolve_model
     from tiny_graphrag.config import ExtractionConfig
     from tiny_graphrag.errors import ModelNotFoundError
     from tiny_graphrag.extract.base import make_extractor
-    from tiny_graphrag.models import resolve_model
     from tiny_graphrag.schema import Schema
 
     docs, rel_info = load(ctx.mode.redocred_docs)
     relation_names = sorted(set(rel_info.values()))
-    schema = Schema.from_dict({"name": "redocred", "entity_types": TYPES,
-                               "relation_types": {name: {} for name in relation_names + [COOCCURRENCE]}})
+    schema = Schema.from_dict(
+        {
+            "name": "redocred",
+            "entity_types": TYPES,
+            "relation_types": {name: {} for name in relation_names + [COOCCURRENCE]},
+        }
+    )
     out: dict[str, Any] = {"documents": len(docs), "relation_types": len(relation_names), "extractors": {}}
 
     # spaCy NER + sentence co-occurrence (GLiREL when its model is installed)
@@ -156,19 +201,25 @@ def run(ctx: Context) -> dict[str, Any]:
         glirel = "glirel-large-v0"
     except ModelNotFoundError:
         glirel = NO_GLIREL
-    ex = make_extractor(schema, ExtractionConfig(extractor="spacy", spacy_label_map=SPACY_TO_DOCRED, glirel_model=glirel))
+    ex = make_extractor(
+        schema, ExtractionConfig(extractor="spacy", spacy_label_map=SPACY_TO_DOCRED, glirel_model=glirel)
+    )
     res = evaluate(ex, docs, rel_info)
     res["relations_from"] = getattr(ex, "relation_method", "?")
     if res["relations_from"] == "cooccurrence":
-        res["note"] = (f"relations are sentence co-occurrence links labelled '{COOCCURRENCE}', which is not a "
-                       "Re-DocRED relation: labelled relation F1 is 0 by construction; see entity_pair_unlabeled")
+        res["note"] = (
+            f"relations are sentence co-occurrence links labelled '{COOCCURRENCE}', which is not a "
+            "Re-DocRED relation: labelled relation F1 is 0 by construction; see entity_pair_unlabeled"
+        )
     out["extractors"]["spacy:en_core_web_sm"] = res
 
     try:
         resolve_model("gliner_mediumv2.1", kind="gliner")
         resolve_model("glirel-large-v0", kind="glirel")
     except ModelNotFoundError as exc:
-        out["extractors"]["gliner:gliner_mediumv2.1+glirel-large-v0"] = f"skipped: model not installed ({exc.args[0][:120]}...)"
+        out["extractors"]["gliner:gliner_mediumv2.1+glirel-large-v0"] = (
+            f"skipped: model not installed ({exc.args[0][:120]}...)"
+        )
     else:
         ex = make_extractor(schema, ExtractionConfig(extractor="gliner"))
         out["extractors"]["gliner:gliner_mediumv2.1+glirel-large-v0"] = evaluate(ex, docs, rel_info)
@@ -182,7 +233,17 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
             rows.append((name, res))
             continue
         e, rel, pair = res["entity"], res["relation"], res["entity_pair_unlabeled"]
-        rows.append((f"{name} entity mentions", f"P {e['precision']} R {e['recall']} F1 {e['f1']} ({e['predicted']} predicted, {e['gold']} gold)"))
-        rows.append((f"{name} relation triples", f"P {rel['precision']} R {rel['recall']} F1 {rel['f1']} (relations from {res['relations_from']})"))
+        rows.append(
+            (
+                f"{name} entity mentions",
+                f"P {e['precision']} R {e['recall']} F1 {e['f1']} ({e['predicted']} predicted, {e['gold']} gold)",
+            )
+        )
+        rows.append(
+            (
+                f"{name} relation triples",
+                f"P {rel['precision']} R {rel['recall']} F1 {rel['f1']} (relations from {res['relations_from']})",
+            )
+        )
         rows.append((f"{name} entity pairs, unlabeled", f"P {pair['precision']} R {pair['recall']} F1 {pair['f1']}"))
     return rows

@@ -66,8 +66,10 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("data", r["data"])]
     for mode in MODES:
         res = r["results"][mode]
-        cells = "  ".join(f"R@{k} {res[f'recall@{k}']} [{res[f'recall@{k}_ci95'][0]}, {res[f'recall@{k}_ci95'][1]}]"
-                          for k in (2, 5, 10))
+        cells = "  ".join(
+            f"R@{k} {res[f'recall@{k}']} [{res[f'recall@{k}_ci95'][0]}, {res[f'recall@{k}_ci95'][1]}]"
+            for k in (2, 5, 10)
+        )
         rows.append((f"ours: {mode}", cells))
     for pair, d in r["results"].get("paired_recall@5", {}).items():
         rows.append((f"paired R@5 difference {pair}", f"{d['diff']:+} [{d['ci95'][0]}, {d['ci95'][1]}]"))

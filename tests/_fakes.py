@@ -5,16 +5,24 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
-from tiny_graphrag.cache import CallCache
-from tiny_graphrag.llm import CachedLLM, Completion, context_window_error
+from tiny_graphrag.backends.llm import CachedLLM, Completion, context_window_error
+from tiny_graphrag.index.cache import CallCache
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
 
 # A name: capitalized words ("Barack Obama", "Harvard Law School").
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
-_TYPES = {"Obama": "Person", "Michelle": "Person", "Harvard": "Organization", "Chicago": "Location",
-          "Hawaii": "Location", "Columbia": "Organization", "Honolulu": "Location"}
+_TYPES = {
+    "Obama": "Person",
+    "Michelle": "Person",
+    "Harvard": "Organization",
+    "Chicago": "Location",
+    "Hawaii": "Location",
+    "Columbia": "Organization",
+    "Honolulu": "Location",
+}
 
 
 class KeywordExtractor:
@@ -82,8 +90,15 @@ class FakeBackend:
     with finish_reason "length", like a real model running out of tokens.
     """
 
-    def __init__(self, respond: Responder | None = None, *, n_ctx: int = 4096, name: str = "fake", seed: int = 0,
-                 run: Callable[..., Completion] | None = None) -> None:
+    def __init__(
+        self,
+        respond: Responder | None = None,
+        *,
+        n_ctx: int = 4096,
+        name: str = "fake",
+        seed: int = 0,
+        run: Callable[..., Completion] | None = None,
+    ) -> None:
         self.respond = respond
         self.name = name
         self.n_ctx = n_ctx
@@ -99,13 +114,21 @@ class FakeBackend:
     def prompt_tokens(self, messages: list[dict]) -> int:
         return sum(self.count_tokens(m.get("content") or "") for m in messages)
 
-    def complete(self, messages: list[dict], *, schema: dict | None = None, grammar: str | None = None,
-                 max_tokens: int = 512, temperature: float = 0.0) -> Completion:
+    def complete(
+        self,
+        messages: list[dict],
+        *,
+        schema: dict | None = None,
+        grammar: str | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Completion:
         self.grammars.append(grammar)  # the constraint is not applied: the answers are scripted
         return self._run(messages, schema, max_tokens, temperature)
 
-    def stream(self, messages: list[dict], *, grammar: str | None = None, max_tokens: int = 512,
-               temperature: float = 0.0) -> Iterator[str]:
+    def stream(
+        self, messages: list[dict], *, grammar: str | None = None, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Iterator[str]:
         result = self.complete(messages, grammar=grammar, max_tokens=max_tokens, temperature=temperature)
         yield from re.findall(r"\S+\s*", result.text)
         return result
@@ -132,8 +155,15 @@ class FakeBackend:
 class FakeLLM(CachedLLM):
     """A FakeBackend behind the call cache, as the pipeline gets a model from `open_llm`."""
 
-    def __init__(self, respond: Responder | None = None, *, n_ctx: int = 4096, name: str = "fake",
-                 cache: CallCache | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        respond: Responder | None = None,
+        *,
+        n_ctx: int = 4096,
+        name: str = "fake",
+        cache: CallCache | None = None,
+        seed: int = 0,
+    ) -> None:
         super().__init__(FakeBackend(respond, n_ctx=n_ctx, name=name, seed=seed, run=self._complete), cache)
 
     def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:

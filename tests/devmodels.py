@@ -16,8 +16,9 @@ import argparse
 import logging
 import random
 import string
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
@@ -66,7 +67,11 @@ def build_tokenizer(vocab: Sequence[str], model_max_length: int = 512) -> Any:
     tok.decoder = decoders.WordPiece()
     return BertTokenizerFast(
         tokenizer_object=tok,
-        unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]",
+        unk_token="[UNK]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        mask_token="[MASK]",
         do_lower_case=False,
         model_max_length=model_max_length,
         # DeBERTa-style backbones have no token types; GLiNER/GLiREL only pass these two.
@@ -74,17 +79,21 @@ def build_tokenizer(vocab: Sequence[str], model_max_length: int = 512) -> Any:
     )
 
 
-def tiny_backbone_config(vocab_size: int) -> "PretrainedConfig":
+def tiny_backbone_config(vocab_size: int) -> PretrainedConfig:
     """A 2-layer BERT with hidden size 32."""
     from transformers import BertConfig
 
     return BertConfig(
-        vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=512,
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
     )
 
 
-def _save_backbone(out: Path, backbone_config: "PretrainedConfig", vocab: Sequence[str]) -> Path:
+def _save_backbone(out: Path, backbone_config: PretrainedConfig, vocab: Sequence[str]) -> Path:
     """A random-weight backbone + tokenizer saved in `out` (seeded by the caller)."""
     from transformers import AutoModel
 
@@ -96,8 +105,8 @@ def _save_backbone(out: Path, backbone_config: "PretrainedConfig", vocab: Sequen
 
 
 def build_gliner(
-    out_dir: "str | os.PathLike[str]",
-    backbone_config: "PretrainedConfig",
+    out_dir: str | os.PathLike[str],
+    backbone_config: PretrainedConfig,
     *,
     vocab_size: int | None = None,
     vocab: Sequence[str] | None = None,
@@ -141,8 +150,8 @@ def build_gliner(
 
 
 def build_glirel(
-    out_dir: "str | os.PathLike[str]",
-    backbone_config: "PretrainedConfig",
+    out_dir: str | os.PathLike[str],
+    backbone_config: PretrainedConfig,
     *,
     vocab_size: int | None = None,
     vocab: Sequence[str] | None = None,
@@ -165,15 +174,36 @@ def build_glirel(
         backbone = _save_backbone(out / "backbone", backbone_config, vocab)
         # Field values follow the published glirel-large-v0 training config.
         config = argparse.Namespace(
-            model_name=str(backbone.resolve()), fine_tune=True, subtoken_pooling="first",
-            hidden_size=hidden_size or backbone_config.hidden_size, scorer="dot", rel_mode="marker",
-            span_marker_mode="markerv1", refine_prompt=False, refine_relation=False, ffn_mul=4,
-            dropout=0.1, loss_func="binary_cross_entropy_loss", alpha=0.3, gamma=3,
-            label_embed_strategy="both", coref_classifier=False, coref_loss_weight=10.0,
-            coreference_label="SELF", num_train_rel_types=25, random_drop=True, max_len=512,
-            max_width=12, max_entity_pair_distance=None, fixed_relation_types=True,
-            positive_weight=2.0, negative_weight=1.0, max_types=25, shuffle_types=True,
-            max_neg_type_ratio=1, add_entity_markers=False,
+            model_name=str(backbone.resolve()),
+            fine_tune=True,
+            subtoken_pooling="first",
+            hidden_size=hidden_size or backbone_config.hidden_size,
+            scorer="dot",
+            rel_mode="marker",
+            span_marker_mode="markerv1",
+            refine_prompt=False,
+            refine_relation=False,
+            ffn_mul=4,
+            dropout=0.1,
+            loss_func="binary_cross_entropy_loss",
+            alpha=0.3,
+            gamma=3,
+            label_embed_strategy="both",
+            coref_classifier=False,
+            coref_loss_weight=10.0,
+            coreference_label="SELF",
+            num_train_rel_types=25,
+            random_drop=True,
+            max_len=512,
+            max_width=12,
+            max_entity_pair_distance=None,
+            fixed_relation_types=True,
+            positive_weight=2.0,
+            negative_weight=1.0,
+            max_types=25,
+            shuffle_types=True,
+            max_neg_type_ratio=1,
+            add_entity_markers=False,
         )
         torch.manual_seed(seed)
         model = GLiREL(config)
@@ -182,7 +212,7 @@ def build_glirel(
     return out
 
 
-def build_tiny_gliner(out_dir: "str | os.PathLike[str]", seed: int = 0, train_steps: int = 0) -> Path:
+def build_tiny_gliner(out_dir: str | os.PathLike[str], seed: int = 0, train_steps: int = 0) -> Path:
     """A ~100 kB GLiNER (2-layer BERT, hidden 32), optionally trained on template sentences.
 
     Untrained, it finds arbitrary spans with scores near 0.5. `train_steps` of a few hundred
@@ -194,25 +224,41 @@ def build_tiny_gliner(out_dir: "str | os.PathLike[str]", seed: int = 0, train_st
     return out
 
 
-def build_tiny_glirel(out_dir: "str | os.PathLike[str]", seed: int = 0) -> Path:
+def build_tiny_glirel(out_dir: str | os.PathLike[str], seed: int = 0) -> Path:
     """A ~100 kB random-weight GLiREL (2-layer BERT, hidden 32)."""
     return build_glirel(out_dir, tiny_backbone_config(len(fixed_vocab())), seed=seed, hidden_size=32)
 
 
 # ---- optional training of the tiny GLiNER -------------------------------------------------
-_PEOPLE = ["Barack Obama", "Angela Merkel", "Marie Curie", "John Smith", "Ada Lovelace", "Alan Turing",
-           "Maria Garcia", "Li Wei"]
+_PEOPLE = [
+    "Barack Obama",
+    "Angela Merkel",
+    "Marie Curie",
+    "John Smith",
+    "Ada Lovelace",
+    "Alan Turing",
+    "Maria Garcia",
+    "Li Wei",
+]
 _ORGS = ["Harvard", "Google", "Siemens", "Oxford University", "Acme Corp", "Red Cross", "NASA"]
 _PLACES = ["Hawaii", "Berlin", "Paris", "London", "Chicago", "Kenya", "Tokyo"]
 _TEMPLATES = [
-    "{p} works at {o} in {l} .", "{p} was born in {l} .", "{p} studied at {o} .",
-    "{o} is based in {l} .", "{p} founded {o} .", "In {l} , {p} met {q} .",
+    "{p} works at {o} in {l} .",
+    "{p} was born in {l} .",
+    "{p} studied at {o} .",
+    "{o} is based in {l} .",
+    "{p} founded {o} .",
+    "In {l} , {p} met {q} .",
 ]
 
 
 def _template_example(rng: random.Random) -> dict[str, Any]:
-    fill = {"{p}": ("Person", rng.choice(_PEOPLE)), "{q}": ("Person", rng.choice(_PEOPLE)),
-            "{o}": ("Organization", rng.choice(_ORGS)), "{l}": ("Location", rng.choice(_PLACES))}
+    fill = {
+        "{p}": ("Person", rng.choice(_PEOPLE)),
+        "{q}": ("Person", rng.choice(_PEOPLE)),
+        "{o}": ("Organization", rng.choice(_ORGS)),
+        "{l}": ("Location", rng.choice(_PLACES)),
+    }
     tokens: list[str] = []
     ner: list[list[Any]] = []
     for word in rng.choice(_TEMPLATES).split():

@@ -1,6 +1,6 @@
 """Bad input gets a clear error naming the problem and a fix the user can apply where they are.
 
-Command-line cases run `tiny_graphrag.cli.main` in-process; the messages must name CLI flags,
+Command-line cases run `tiny_graphrag.cli.commands.main` in-process; the messages must name CLI flags,
 never a Python dataclass field, and no traceback may reach the user.
 """
 
@@ -13,12 +13,12 @@ import sys
 
 import pytest
 
-from tiny_graphrag.cli import main
-from tiny_graphrag.cli_parser import build_parser
-from tiny_graphrag.documents import is_path_string, load_documents, read_document
+from tiny_graphrag.build.documents import is_path_string, load_documents, read_document
+from tiny_graphrag.cli.commands import main
+from tiny_graphrag.cli.parser import build_parser
 from tiny_graphrag.errors import InputError, SchemaError
+from tiny_graphrag.index.store import DATABASE, IndexStore
 from tiny_graphrag.schema import Schema
-from tiny_graphrag.store import DATABASE, IndexStore
 
 TEXT = "Barack Obama was born in Honolulu. Obama studied at Harvard Law School in Cambridge.\n"
 
@@ -39,23 +39,26 @@ def index(tmp_path_factory):
     return work / "idx"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--max-tokens", "0"], "--max-tokens: must be at least 8"),
-    (["--max-tokens", "abc"], "--max-tokens: expected a whole number"),
-    (["--overlap", "300", "--max-tokens", "256"], "--overlap 300 must be less than --max-tokens 256"),
-    (["--max-tokens", "16"], "pass --overlap N with N < 16"),
-    (["--overlap", "-1"], "--overlap: must be at least 0"),
-    (["--max-cluster-size", "0"], "--max-cluster-size: must be at least 1"),
-    (["--max-cluster-size", "-3"], "--max-cluster-size: must be at least 1"),
-    (["--entity-threshold", "1.5"], "--entity-threshold: must be in [0, 1]"),
-    (["--relation-threshold", "-0.1"], "--relation-threshold: must be in [0, 1]"),
-    (["--n-ctx", "10"], "--n-ctx: must be at least 256"),
-    (["--extractor", "glinr"], "invalid choice: 'glinr'"),
-    (["--schema", "genral"], "did you mean 'general'"),
-    (["--schema", "missing.toml"], "schema file missing.toml does not exist"),
-    (["--device", "tpu"], "expected cpu, cuda, cuda:N or mps"),
-    (["--ray-gpus", "-1"], "must be at least 0, got -1.0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-tokens", "0"], "--max-tokens: must be at least 8"),
+        (["--max-tokens", "abc"], "--max-tokens: expected a whole number"),
+        (["--overlap", "300", "--max-tokens", "256"], "--overlap 300 must be less than --max-tokens 256"),
+        (["--max-tokens", "16"], "pass --overlap N with N < 16"),
+        (["--overlap", "-1"], "--overlap: must be at least 0"),
+        (["--max-cluster-size", "0"], "--max-cluster-size: must be at least 1"),
+        (["--max-cluster-size", "-3"], "--max-cluster-size: must be at least 1"),
+        (["--entity-threshold", "1.5"], "--entity-threshold: must be in [0, 1]"),
+        (["--relation-threshold", "-0.1"], "--relation-threshold: must be in [0, 1]"),
+        (["--n-ctx", "10"], "--n-ctx: must be at least 256"),
+        (["--extractor", "glinr"], "invalid choice: 'glinr'"),
+        (["--schema", "genral"], "did you mean 'general'"),
+        (["--schema", "missing.toml"], "schema file missing.toml does not exist"),
+        (["--device", "tpu"], "expected cpu, cuda, cuda:N or mps"),
+        (["--ray-gpus", "-1"], "must be at least 0, got -1.0"),
+    ],
+)
 def test_invalid_build_settings_name_the_flag_and_range(work, capsys, args, message):
     try:
         code = main(["build", "a.txt", "--out", "graphs/x", "--extractor", "spacy", "--no-reports", *args])
@@ -96,7 +99,10 @@ def test_verbose_before_or_after_the_subcommand(argv):
 def test_info_into_a_closed_pipe_is_quiet(index):
     proc = subprocess.run(
         f"{sys.executable} -m tiny_graphrag.cli info {index} --json | head -c 10 > /dev/null",
-        shell=True, capture_output=True, text=True, timeout=300,
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
 
@@ -137,8 +143,15 @@ def test_nul_byte_anywhere_is_binary(tmp_path):
         read_document(p)
 
 
-@pytest.mark.parametrize("codec, bom", [("utf-16-le", codecs.BOM_UTF16_LE), ("utf-16-be", codecs.BOM_UTF16_BE),
-                                        ("utf-32-le", codecs.BOM_UTF32_LE), ("utf-32-be", codecs.BOM_UTF32_BE)])
+@pytest.mark.parametrize(
+    "codec, bom",
+    [
+        ("utf-16-le", codecs.BOM_UTF16_LE),
+        ("utf-16-be", codecs.BOM_UTF16_BE),
+        ("utf-32-le", codecs.BOM_UTF32_LE),
+        ("utf-32-be", codecs.BOM_UTF32_BE),
+    ],
+)
 def test_utf16_and_utf32_with_a_bom_are_decoded(tmp_path, codec, bom):
     p = tmp_path / "wide.txt"
     text = "Héllo wörld, 北京.\r\nSecond line."
@@ -153,15 +166,18 @@ def test_utf16_that_does_not_decode_is_named(tmp_path):
         read_document(p)
 
 
-@pytest.mark.parametrize("item, is_path", [
-    ("Our notes are in README.md", False),
-    ("Barack Obama was born in Hawaii.", False),
-    ("docs/typo_dir", True),
-    ("missing.pdf", True),
-    ("notes.txt", True),
-    ("line one\nline two", False),
-    ("x" * 5000, False),
-])
+@pytest.mark.parametrize(
+    "item, is_path",
+    [
+        ("Our notes are in README.md", False),
+        ("Barack Obama was born in Hawaii.", False),
+        ("docs/typo_dir", True),
+        ("missing.pdf", True),
+        ("notes.txt", True),
+        ("line one\nline two", False),
+        ("x" * 5000, False),
+    ],
+)
 def test_the_string_rule(item, is_path):
     assert is_path_string(item) is is_path
 
@@ -203,8 +219,10 @@ def test_spacy_labels_in_a_schema_file(tmp_path):
 
 def test_spacy_labels_reach_the_extractor(work, capsys):
     (work / "s.toml").write_text('entity_types = ["Human", "Place"]\n[spacy_labels]\nPERSON = "Human"\nGPE = "Place"\n')
-    assert main(["build", "a.txt", "--out", "g", "--extractor", "spacy", "--no-reports", "--schema", "s.toml",
-                 "--json"]) == 0
+    assert (
+        main(["build", "a.txt", "--out", "g", "--extractor", "spacy", "--no-reports", "--schema", "s.toml", "--json"])
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert set(summary["entities_per_type"]) <= {"Human", "Place"} and summary["entities_per_type"].get("Human")
 
@@ -226,7 +244,7 @@ def test_schema_without_spacy_types_names_the_schema_file_option(work, capsys):
 
 
 def test_missing_report_model_fails_before_extraction(work, capsys, monkeypatch):
-    import tiny_graphrag.build as build
+    import tiny_graphrag.build.pipeline as build
 
     def started(*a, **k):
         raise AssertionError("extraction started before the LLM was checked")

@@ -66,14 +66,19 @@ def test_abstained():
 
 
 def _rec(**modes):
-    return {"gold_titles": ["a", "b"], "modes": {m: {"em": em, "f1": f1, "abstained": False, "context_tokens": 10}
-                                                 for m, (em, f1) in modes.items()}}
+    return {
+        "gold_titles": ["a", "b"],
+        "modes": {m: {"em": em, "f1": f1, "abstained": False, "context_tokens": 10} for m, (em, f1) in modes.items()},
+    }
 
 
 def test_paired_difference_and_summary():
     assert paired([1, 0, 1, 1], [0, 0, 1, 0])["mean"] == 50.0
-    records = [_rec(naive=(1, 1), closed_book=(0, 0.5)), _rec(naive=(0, 0.5), closed_book=(0, 0)),
-               _rec(naive=(1, 1), closed_book=(1, 1))]
+    records = [
+        _rec(naive=(1, 1), closed_book=(0, 0.5)),
+        _rec(naive=(0, 0.5), closed_book=(0, 0)),
+        _rec(naive=(1, 1), closed_book=(1, 1)),
+    ]
     out = summarize(records, ["closed_book", "naive"])
     assert out["modes"]["naive"]["em"]["mean"] == pytest.approx(66.7)
     assert out["modes"]["closed_book"]["f1"]["mean"] == 50.0
@@ -87,13 +92,19 @@ def test_map_step_summary_counts_batches_by_relevance():
     from bench.answers import map_step_summary
 
     def glob(batches, kept=1):
-        return {"global": {"map_batches": batches, "points_in_reduce": kept, "abstained": False, "invalid_map_answers": 0}}
+        return {
+            "global": {"map_batches": batches, "points_in_reduce": kept, "abstained": False, "invalid_map_answers": 0}
+        }
 
     records = [
-        {"modes": glob([{"relevant_reports": [3], "scores": [80]}, {"relevant_reports": [], "scores": [0]}]),
-         "map_probe": {"relevant": {"points": [{"score": 90}]}, "irrelevant": {"points": [{"score": 0}]}}},
-        {"modes": glob([{"relevant_reports": [5], "scores": [0, 0]}], kept=0),
-         "map_probe": {"relevant": {"points": [{"score": 0}]}, "irrelevant": {"points": [{"score": 40}]}}},
+        {
+            "modes": glob([{"relevant_reports": [3], "scores": [80]}, {"relevant_reports": [], "scores": [0]}]),
+            "map_probe": {"relevant": {"points": [{"score": 90}]}, "irrelevant": {"points": [{"score": 0}]}},
+        },
+        {
+            "modes": glob([{"relevant_reports": [5], "scores": [0, 0]}], kept=0),
+            "map_probe": {"relevant": {"points": [{"score": 0}]}, "irrelevant": {"points": [{"score": 40}]}},
+        },
     ]
     s = map_step_summary(records)
     assert (s["batches_with_a_relevant_report"], s["of_those_with_a_point_scored_above_0"]) == (2, 1)
@@ -108,11 +119,16 @@ def test_article_qa_scores_the_best_gold_variant_and_pairs_the_variants():
     from bench.article_qa import score, summarize
 
     assert score("Harvard Law School [Data: Sources (1)]", ["Harvard Law School", "Harvard"]) == {
-        "em": 1.0, "f1": 1.0, "contains": 1.0}
+        "em": 1.0,
+        "f1": 1.0,
+        "contains": 1.0,
+    }
     assert score("He went to Harvard.", ["Harvard Law School", "Harvard"]) == {"em": 0.0, "f1": 0.4, "contains": 1.0}
     assert score("Chicago", ["Harvard Law School", "Harvard"]) == {"em": 0.0, "f1": 0.0, "contains": 0.0}
-    records = [{"variants": {"naive": score(a, ["x y"]), "local": score(b, ["x y"])}}
-               for a, b in (("x y", "x"), ("z", "x y"), ("x y", "x y"))]
+    records = [
+        {"variants": {"naive": score(a, ["x y"]), "local": score(b, ["x y"])}}
+        for a, b in (("x y", "x"), ("z", "x y"), ("x y", "x y"))
+    ]
     s = summarize(records, ["naive", "local"])
     assert s["n"] == 3 and s["variants"]["naive"]["em"]["mean"] == 66.7
     assert s["paired"]["local - naive"]["contains"]["mean"] == 0.0 and list(s["paired"]) == ["local - naive"]

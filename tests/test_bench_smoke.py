@@ -24,13 +24,19 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def quick_results(tmp_path_factory) -> dict:
     if not (DATA / "corpora" / "barack_obama.txt").is_file():
-        pytest.fail(f"benchmark data not found at {DATA}: the benchmarks read shared/data next to the repository "
-                    "(CI lays it there); run them from a checkout that has it")
+        pytest.fail(
+            f"benchmark data not found at {DATA}: the benchmarks read shared/data next to the repository "
+            "(CI lays it there); run them from a checkout that has it"
+        )
     out = tmp_path_factory.mktemp("bench") / "results.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--out", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert out.is_file(), f"no JSON written; exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     data = json.loads(out.read_text(encoding="utf-8"))
@@ -42,8 +48,17 @@ def test_every_section_ran(quick_results):
     sections = quick_results["sections"]
     errors = {k: v["error"] for k, v in sections.items() if isinstance(v, dict) and "error" in v}
     assert not errors, errors
-    assert set(sections) == {"extraction", "embedding", "llm", "build_scaling", "global_calls", "local_latency",
-                             "quality_retrieval", "quality_extraction", "chunk_context"}
+    assert set(sections) == {
+        "extraction",
+        "embedding",
+        "llm",
+        "build_scaling",
+        "global_calls",
+        "local_latency",
+        "quality_retrieval",
+        "quality_extraction",
+        "chunk_context",
+    }
     assert quick_results["_proc"]["returncode"] == 0, quick_results["_proc"]["stderr"]
 
 

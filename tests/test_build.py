@@ -12,7 +12,7 @@ from _fakes import FakeLLM, KeywordExtractor
 from tiny_graphrag import build_index, load_index
 from tiny_graphrag.config import BuildConfig, ChunkingConfig
 from tiny_graphrag.errors import InputError, TinyGraphRAGError
-from tiny_graphrag.cache import CallCache
+from tiny_graphrag.index.cache import CallCache
 
 TEXTS = [
     "Barack Obama studied at Columbia and Harvard. Obama lived in Chicago. " * 3,
@@ -25,16 +25,23 @@ CFG = BuildConfig(chunking=ChunkingConfig(max_tokens=24, overlap_tokens=0))
 
 @pytest.fixture(scope="module")
 def embedder():
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
 
     return Embedder()
 
 
 def _build(tmp_path, embedder, name="idx", extractor=None, llm=None, config=CFG, **kw):
-    return build_index(TEXTS, tmp_path / "graphs" / name, schema=SCHEMA, config=config,
-                       extractor=extractor or KeywordExtractor(), embedder=embedder,
-                       llm=llm or FakeLLM(cache=CallCache(tmp_path / "graphs" / ".cache" / "calls.sqlite")),
-                       progress=False, **kw)
+    return build_index(
+        TEXTS,
+        tmp_path / "graphs" / name,
+        schema=SCHEMA,
+        config=config,
+        extractor=extractor or KeywordExtractor(),
+        embedder=embedder,
+        llm=llm or FakeLLM(cache=CallCache(tmp_path / "graphs" / ".cache" / "calls.sqlite")),
+        progress=False,
+        **kw,
+    )
 
 
 def test_build_then_identical_rebuild_makes_no_model_calls(tmp_path, embedder):
@@ -53,8 +60,12 @@ def test_build_then_identical_rebuild_makes_no_model_calls(tmp_path, embedder):
 def test_interrupted_build_leaves_nothing_and_resumes(tmp_path, embedder):
     out = tmp_path / "graphs" / "idx"
     with pytest.raises(KeyboardInterrupt):
-        _build(tmp_path, embedder, extractor=KeywordExtractor(fail_after=2),
-               config=BuildConfig(chunking=ChunkingConfig(max_tokens=24, overlap_tokens=0)))
+        _build(
+            tmp_path,
+            embedder,
+            extractor=KeywordExtractor(fail_after=2),
+            config=BuildConfig(chunking=ChunkingConfig(max_tokens=24, overlap_tokens=0)),
+        )
     assert not out.exists()
     assert [p.name for p in (tmp_path / "graphs").iterdir() if not p.name.startswith(".cache")] == []
     result = _build(tmp_path, embedder)
@@ -65,15 +76,30 @@ def test_rebuild_replaces_old_index_only_when_complete(tmp_path, embedder):
     _build(tmp_path, embedder)
     before = (tmp_path / "graphs" / "idx" / "manifest.json").read_text()
     with pytest.raises(KeyboardInterrupt):
-        build_index(["Totally new text about Honolulu and Harvard."] * 1, tmp_path / "graphs" / "idx",
-                    schema=SCHEMA, config=CFG, extractor=KeywordExtractor(fail_after=0), embedder=embedder,
-                    llm=FakeLLM(), progress=False)
+        build_index(
+            ["Totally new text about Honolulu and Harvard."] * 1,
+            tmp_path / "graphs" / "idx",
+            schema=SCHEMA,
+            config=CFG,
+            extractor=KeywordExtractor(fail_after=0),
+            embedder=embedder,
+            llm=FakeLLM(),
+            progress=False,
+        )
     assert (tmp_path / "graphs" / "idx" / "manifest.json").read_text() == before
 
 
 def test_no_entities_warns_and_naive_index_still_complete(tmp_path, embedder):
-    result = build_index(["nothing capitalized here. just words."], tmp_path / "graphs" / "empty", schema=SCHEMA,
-                         config=CFG, extractor=KeywordExtractor(), embedder=embedder, llm=FakeLLM(), progress=False)
+    result = build_index(
+        ["nothing capitalized here. just words."],
+        tmp_path / "graphs" / "empty",
+        schema=SCHEMA,
+        config=CFG,
+        extractor=KeywordExtractor(),
+        embedder=embedder,
+        llm=FakeLLM(),
+        progress=False,
+    )
     assert any("no entities" in w for w in result.summary.warnings)
     store = load_index(result.path)
     assert store.graph().number_of_nodes() == 0 and store.communities() == []
@@ -82,7 +108,7 @@ def test_no_entities_warns_and_naive_index_still_complete(tmp_path, embedder):
 
 
 def test_disk_full_gives_clear_error_and_publishes_nothing(tmp_path, embedder, monkeypatch):
-    from tiny_graphrag import store as store_mod
+    from tiny_graphrag.index import store as store_mod
 
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -97,8 +123,14 @@ def test_bad_inputs(tmp_path, embedder):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     with pytest.raises(InputError, match="empty"):
-        build_index([empty], tmp_path / "graphs" / "x", schema=SCHEMA, extractor=KeywordExtractor(),
-                    embedder=embedder, progress=False)
+        build_index(
+            [empty],
+            tmp_path / "graphs" / "x",
+            schema=SCHEMA,
+            extractor=KeywordExtractor(),
+            embedder=embedder,
+            progress=False,
+        )
     with pytest.raises(TinyGraphRAGError, match="either schema"):
         build_index(TEXTS, tmp_path / "g", schema="general", entity_types=["Person"], progress=False)
     assert not (tmp_path / "graphs" / "x").exists()
@@ -107,17 +139,22 @@ def test_bad_inputs(tmp_path, embedder):
 def test_manifest_records_models_schema_and_settings(tmp_path, embedder):
     result = _build(tmp_path, embedder)
     m = json.loads((Path(result.path) / "manifest.json").read_text())
-    assert m["format_version"] == 2 and m["schema"]  # 2 since issue 14 (content-derived ids)["entity_types"] == SCHEMA["entity_types"]
+    assert (
+        m["format_version"] == 2 and m["schema"]
+    )  # 2 since issue 14 (content-derived ids)["entity_types"] == SCHEMA["entity_types"]
     assert m["config"]["chunking"] == {"max_tokens": 24, "overlap_tokens": 0}
     assert m["extractor"]["name"] == "keyword-fake" and m["embedder"]["fingerprint"]
     assert {"graph.pkl", "index.sqlite", "vectors/chunks.npy"} <= set(m["files"])
 
 
 def test_fallback_reports_are_counted_in_summary_and_info(tmp_path, embedder):
-    from tiny_graphrag.cli import index_info
+    from tiny_graphrag.cli.commands import index_info
 
-    garbage = FakeLLM(lambda messages, schema, max_tokens: "not json at all", name="garbage",
-                      cache=CallCache(tmp_path / "graphs" / ".cache" / "calls.sqlite"))
+    garbage = FakeLLM(
+        lambda messages, schema, max_tokens: "not json at all",
+        name="garbage",
+        cache=CallCache(tmp_path / "graphs" / ".cache" / "calls.sqlite"),
+    )
     result = _build(tmp_path, embedder, name="fb", llm=garbage)
     assert result.summary.reports > 0 and result.summary.fallback_reports == result.summary.reports
     assert "fallback" in result.summary.format()

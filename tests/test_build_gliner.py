@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import pytest
+from _fakes import FakeLLM
 from _tiny_models import tiny_config
 
 from tiny_graphrag import build_index, load_index
 from tiny_graphrag.config import BuildConfig, ChunkingConfig
-from _fakes import FakeLLM
 from tiny_graphrag.schema import Schema
 
 TEXT = (
     "Barack Obama was born in Honolulu. Obama studied at Harvard Law School in Cambridge. "
     "He worked for the University of Chicago. Michelle Robinson lived in Chicago. "
 ) * 4
-SCHEMA = Schema.from_dict({
-    "entity_types": ["Person", "Organization", "Location"],
-    "relation_types": {
-        "born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
-        "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
-        "located in": {"allowed_head": ["Organization"], "allowed_tail": ["Location"]},
-        "related to": {},  # unconstrained: random weights do propose some of these
-    },
-})
+SCHEMA = Schema.from_dict(
+    {
+        "entity_types": ["Person", "Organization", "Location"],
+        "relation_types": {
+            "born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
+            "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
+            "located in": {"allowed_head": ["Organization"], "allowed_tail": ["Location"]},
+            "related to": {},  # unconstrained: random weights do propose some of these
+        },
+    }
+)
 
 
 @pytest.mark.parametrize("threshold", [0.0, 1.0])

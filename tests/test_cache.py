@@ -6,16 +6,24 @@ import threading
 
 import pytest
 
-from tiny_graphrag.cache import CacheFileError, CallCache, cache_key
 from tiny_graphrag.errors import TinyGraphRAGError
+from tiny_graphrag.index.cache import CacheFileError, CallCache, cache_key
 
 
 def test_cache_key_depends_on_every_part_but_not_on_dict_order():
     key = cache_key("report", "fp1", {"a": 1, "b": [1, 2]})
     assert key == cache_key("report", "fp1", {"b": [1, 2], "a": 1})
-    assert len({key, cache_key("answer", "fp1", {"a": 1, "b": [1, 2]}),
+    assert (
+        len(
+            {
+                key,
+                cache_key("answer", "fp1", {"a": 1, "b": [1, 2]}),
                 cache_key("report", "fp2", {"a": 1, "b": [1, 2]}),
-                cache_key("report", "fp1", {"a": 2, "b": [1, 2]})}) == 4
+                cache_key("report", "fp1", {"a": 2, "b": [1, 2]}),
+            }
+        )
+        == 4
+    )
 
 
 @pytest.mark.parametrize("on_disk", [False, True])

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from tiny_graphrag.chunking import WORD_RE, chunk_document, count_tokens, split_sentences
+from tiny_graphrag.build.chunking import WORD_RE, chunk_document, count_tokens, split_sentences
+from tiny_graphrag.build.documents import document_from_text, read_document
 from tiny_graphrag.config import ChunkingConfig
-from tiny_graphrag.documents import document_from_text, read_document
 
 CORPORA = Path(__file__).resolve().parents[1] / "examples" / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora"
@@ -19,10 +19,11 @@ def _doc(text):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("The U.S. economy grew 3.5 percent in 2010. It slowed later.",
-         ["The U.S. economy grew 3.5 percent in 2010.", "It slowed later."]),
-        ("Did it work? Yes! Mr. Smith went to Washington.",
-         ["Did it work?", "Yes!", "Mr. Smith went to Washington."]),
+        (
+            "The U.S. economy grew 3.5 percent in 2010. It slowed later.",
+            ["The U.S. economy grew 3.5 percent in 2010.", "It slowed later."],
+        ),
+        ("Did it work? Yes! Mr. Smith went to Washington.", ["Did it work?", "Yes!", "Mr. Smith went to Washington."]),
         ("# Heading\n\nFirst paragraph here.\n\nSecond one", ["# Heading", "First paragraph here.", "Second one"]),
         ("Line one.\r\n\r\nLine two.", ["Line one.", "Line two."]),
     ],
@@ -68,7 +69,7 @@ def test_chunk_properties_on_real_text(max_tokens, overlap):
         sentences = split_sentences(doc.text)
         for c in chunks:
             if c.end not in sentence_ends:
-                (s, e), = [(s, e) for s, e in sentences if s < c.end < e]
+                ((s, e),) = [(s, e) for s, e in sentences if s < c.end < e]
                 assert count_tokens(doc.text[s:e]) > max_tokens
 
 

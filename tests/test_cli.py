@@ -32,7 +32,7 @@ GUARD = textwrap.dedent(
     socket.socket.connect_ex = refuse
     socket.create_connection = refuse
     socket.getaddrinfo = refuse
-    from tiny_graphrag.cli import main
+    from tiny_graphrag.cli.commands import main
     code = main(sys.argv[1:])
     open(sys.argv[1 + sys.argv[1:].index("--out") + 1] + ".attempts.json", "w").write(json.dumps(attempts))
     sys.exit(code)
@@ -41,8 +41,14 @@ GUARD = textwrap.dedent(
 
 
 def _cli(*args, cwd, env=None, check=True):
-    proc = subprocess.run([sys.executable, "-m", "tiny_graphrag.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tiny_graphrag.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
@@ -55,12 +61,28 @@ def built(tmp_path_factory):
     (work / "doc.txt").write_text(TEXT, encoding="utf-8")
     script = work / "guarded.py"
     script.write_text(GUARD)
-    cmd = [sys.executable, str(script), "build", "doc.txt", "--out", "graphs/doc", "--extractor", "spacy",
-           "--no-reports", "--json"]
+    cmd = [
+        sys.executable,
+        str(script),
+        "build",
+        "doc.txt",
+        "--out",
+        "graphs/doc",
+        "--extractor",
+        "spacy",
+        "--no-reports",
+        "--json",
+    ]
     if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"]).returncode == 0:
         cmd = ["unshare", "-n", *cmd]  # and with no network interface at all, where allowed
-    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"})
+    proc = subprocess.run(
+        cmd,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"},
+    )
     assert proc.returncode == 0, proc.stderr
     return work, json.loads(proc.stdout)
 
@@ -92,7 +114,8 @@ def test_build_graph_is_typed_directed_and_grounded(built):
         for doc_id, chunk_id, start, end in data["provenance"]:
             span = doc.text[start:end].lower()
             assert graph.nodes[u]["name"].lower().split()[-1] in span or any(
-                a.lower() in span for a in graph.nodes[u]["aliases"])
+                a.lower() in span for a in graph.nodes[u]["aliases"]
+            )
 
 
 def test_alias_merges_recorded(built):
@@ -117,21 +140,29 @@ def test_info_json_and_text(built):
 
 def test_missing_gliner_model_fails_clearly(tmp_path):
     (tmp_path / "doc.txt").write_text(TEXT, encoding="utf-8")
-    proc = _cli("build", "doc.txt", "--out", "graphs/x", "--models-dir", str(tmp_path / "models"), cwd=tmp_path,
-                check=False)
+    proc = _cli(
+        "build", "doc.txt", "--out", "graphs/x", "--models-dir", str(tmp_path / "models"), cwd=tmp_path, check=False
+    )
     assert proc.returncode == 2
     assert "gliner_mediumv2.1" in proc.stderr and "models download" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "graphs" / "x").exists()
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda d: (d / "doc.txt").write_bytes(b"\x00\x01binary"), "binary"),
-    (lambda d: (d / "doc.txt").write_bytes("caf\xe9".encode("latin-1")), "not valid UTF-8"),
-    (lambda d: (d / "doc.txt").write_text(""), "empty"),
-    (lambda d: (d / "schema.toml").write_text('entity_types = ["A"]\n[relation_types.r]\nallowed_head = ["B"]\n'),
-     "not declared entity types"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda d: (d / "doc.txt").write_bytes(b"\x00\x01binary"), "binary"),
+        (lambda d: (d / "doc.txt").write_bytes("caf\xe9".encode("latin-1")), "not valid UTF-8"),
+        (lambda d: (d / "doc.txt").write_text(""), "empty"),
+        (
+            lambda d: (d / "schema.toml").write_text(
+                'entity_types = ["A"]\n[relation_types.r]\nallowed_head = ["B"]\n'
+            ),
+            "not declared entity types",
+        ),
+    ],
+)
 def test_bad_input_exit_code_and_message(tmp_path, setup, message):
     (tmp_path / "doc.txt").write_text(TEXT, encoding="utf-8")
     setup(tmp_path)
@@ -149,21 +180,30 @@ def test_import_is_light():
     assert out.strip() == "[]"
 
 
-
-
 def test_query_naive_json_sources_resolve_to_text(built, smollm_path):
     from tiny_graphrag import load_index
 
     work, _ = built
-    out = json.loads(_cli("query", "naive", "Where was Obama born?", "--index", "graphs/doc", "--llm", str(smollm_path),
-                          "--json", cwd=work).stdout)
+    out = json.loads(
+        _cli(
+            "query",
+            "naive",
+            "Where was Obama born?",
+            "--index",
+            "graphs/doc",
+            "--llm",
+            str(smollm_path),
+            "--json",
+            cwd=work,
+        ).stdout
+    )
     assert out["answer"] and out["llm_calls"] == 1
     assert out["prompt_tokens"] > 0
     store = load_index(work / "graphs" / "doc")
     doc = store.documents()[0]
     assert out["sources"]["chunks"]
     for c in out["sources"]["chunks"]:
-        assert doc.text[c["start"]:c["end"]] == c["text"] == store.chunk(c["chunk_id"]).text
+        assert doc.text[c["start"] : c["end"]] == c["text"] == store.chunk(c["chunk_id"]).text
 
 
 def test_query_context_tokens_caps_the_data_text_first(built):

@@ -8,8 +8,8 @@ from collections import defaultdict
 import networkx as nx
 import pytest
 
-from tiny_graphrag.communities import _leiden, _undirected, hierarchical_communities
 from tiny_graphrag.config import CommunityConfig
+from tiny_graphrag.reports.communities import _leiden, _undirected, hierarchical_communities
 
 
 def random_graph(seed: int, n_blobs: int, blob_size: int, p: float, n_singletons: int) -> nx.MultiDiGraph:
@@ -157,7 +157,7 @@ def test_edge_weights_decide_the_partition():
         g = nx.MultiDiGraph()
         for i, u in enumerate(nodes):
             for v in nodes[i + 1 :]:
-                same = (u[0] == v[0])
+                same = u[0] == v[0]
                 g.add_edge(u, v, key="rel", label="rel", weight=5 if (weighted and same) else 1)
                 if weighted and same:
                     g.add_edge(v, u, key="other", label="other", weight=5)  # reciprocal, parallel

@@ -16,27 +16,28 @@ import ray  # the 'ray' extra, part of the dev install
 from _tiny_models import tiny_config
 
 from tiny_graphrag import build_index, load_index
+from tiny_graphrag.backends.embed import titled
 from tiny_graphrag.config import BuildConfig, ChunkingConfig
-from tiny_graphrag.embed import titled
 from tiny_graphrag.errors import MissingDependencyError, ModelNotFoundError
 from tiny_graphrag.extract.base import make_extractor
+from tiny_graphrag.extract.ray_executor import ClusterError, RayExecutor, _check_models_here
 from tiny_graphrag.schema import Schema
-
-from tiny_graphrag.distributed import ClusterError, RayExecutor, _check_models_here
 
 TEXT = (
     "Barack Obama was born in Honolulu. Obama studied at Harvard Law School in Cambridge. "
     "He worked for the University of Chicago. Michelle Robinson lived in Chicago. "
     "Angela Merkel lives in Berlin and worked for the University of Leipzig. "
 ) * 3
-SCHEMA = Schema.from_dict({
-    "entity_types": ["Person", "Organization", "Location"],
-    "relation_types": {
-        "born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
-        "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
-        "related to": {},
-    },
-})
+SCHEMA = Schema.from_dict(
+    {
+        "entity_types": ["Person", "Organization", "Location"],
+        "relation_types": {
+            "born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
+            "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
+            "related to": {},
+        },
+    }
+)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,9 @@ def config(folder, models_dir, cache: str) -> BuildConfig:
     return BuildConfig(
         chunking=ChunkingConfig(max_tokens=24, overlap_tokens=4),
         extraction=tiny_config(entity_threshold=0.3, relation_threshold=0.0),
-        models_dir=str(models_dir), reports=False, cache_dir=str(folder / f"cache-{cache}"),
+        models_dir=str(models_dir),
+        reports=False,
+        cache_dir=str(folder / f"cache-{cache}"),
     )
 
 
@@ -63,8 +66,15 @@ def document(folder):
 
 
 def build(folder, models_dir, name, executor=None, cache="plain", extractor=None):
-    return build_index([document(folder)], folder / name, schema=SCHEMA, config=config(folder, models_dir, cache),
-                       progress=False, executor=executor, extractor=extractor)
+    return build_index(
+        [document(folder)],
+        folder / name,
+        schema=SCHEMA,
+        config=config(folder, models_dir, cache),
+        progress=False,
+        executor=executor,
+        extractor=extractor,
+    )
 
 
 def scores_apart(a: dict, b: dict) -> tuple[dict, dict, float]:
@@ -146,7 +156,9 @@ def test_an_actor_that_dies_mid_build_is_restarted_and_redoes_no_finished_chunk(
     assert crashed.exists()  # the actor did die
     extracted = log.read_text(encoding="utf-8").split()
     assert sorted(extracted) == sorted(c.id for c in load_index(r.path).chunks())  # each chunk exactly once
-    assert sorted(load_index(r.path).graph().nodes(data=True)) == sorted(load_index(plain.path).graph().nodes(data=True))
+    assert sorted(load_index(r.path).graph().nodes(data=True)) == sorted(
+        load_index(plain.path).graph().nodes(data=True)
+    )
 
 
 def test_worker_without_the_model_files_names_the_path(tmp_path):
@@ -168,7 +180,7 @@ def test_unreachable_cluster_is_a_clear_error_within_seconds(monkeypatch):
 
 def test_embedding_through_ray_equals_in_process(builds, tiny_models_dir):
     _, plain, _, _ = builds
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
 
     inner = Embedder(models_dir=str(tiny_models_dir))
     texts = [f"{w} number {i}" for i, w in enumerate(TEXT.split()[:40])]
@@ -183,7 +195,7 @@ def test_without_ray_installed_the_error_is_an_install_hint(monkeypatch):
 
 
 def test_cli_ray_errors_name_the_fix(tmp_path, monkeypatch, capsys):
-    from tiny_graphrag.cli import main
+    from tiny_graphrag.cli.commands import main
 
     doc = document(tmp_path)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tiny_graphrag.documents import load_documents, read_document
+from tiny_graphrag.build.documents import load_documents, read_document
 from tiny_graphrag.errors import InputError
 
 

@@ -9,10 +9,10 @@ import shutil
 import numpy as np
 import pytest
 
-from tiny_graphrag import embed as embed_module
-from tiny_graphrag.embed import Embedder, TextEmbedder
+from tiny_graphrag.backends import embed as embed_module
+from tiny_graphrag.backends.embed import Embedder, TextEmbedder
+from tiny_graphrag.backends.loaded import clear_models
 from tiny_graphrag.errors import InputError, ModelLoadError, ModelNotFoundError
-from tiny_graphrag.loaded import clear_models
 
 MINILM = "all-MiniLM-L6-v2"
 
@@ -38,8 +38,11 @@ def test_rows_are_normalized_float32_of_dim_width(local_copy, no_network):
     assert rows.shape == (2, emb.dim) and emb.dim == 384 and rows.dtype == np.float32
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
     assert emb.embed([]).shape == (0, 384)
-    assert json.loads(json.dumps(emb.describe())) == {"name": MINILM, "path": str(emb.path),
-                                                      "fingerprint": emb.fingerprint}
+    assert json.loads(json.dumps(emb.describe())) == {
+        "name": MINILM,
+        "path": str(emb.path),
+        "fingerprint": emb.fingerprint,
+    }
 
 
 def test_loading_leaves_the_environment_alone(local_copy, no_network, monkeypatch):
@@ -112,7 +115,7 @@ def test_a_long_text_is_the_weighted_mean_of_its_windows(minilm_dir, no_network)
     room = emb.model.max_seq_length - 2
     assert len(ids) > room  # the tail lies beyond what the model reads at once
     # Reference: each window encoded on its own, averaged by its word pieces, renormalized.
-    windows = [ids[i:i + room] for i in range(0, len(ids), room)]
+    windows = [ids[i : i + room] for i in range(0, len(ids), room)]
     parts = emb.model.encode([tok.decode(w) for w in windows], normalize_embeddings=True, show_progress_bar=False)
     ref = (parts * np.array([len(w) for w in windows])[:, None]).sum(axis=0)
     ref /= np.linalg.norm(ref)
@@ -127,7 +130,7 @@ def test_a_long_text_is_the_weighted_mean_of_its_windows(minilm_dir, no_network)
 
 
 def test_chunks_are_embedded_under_their_document_title():
-    from tiny_graphrag.embed import document_title, titled
+    from tiny_graphrag.backends.embed import document_title, titled
 
     assert document_title("corpora/barack_obama.txt") == "barack obama"
     assert document_title("notes/Operation-Dulce.md") == "Operation Dulce"

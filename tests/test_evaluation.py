@@ -11,15 +11,23 @@ import os
 from pathlib import Path
 
 import pytest
+from _fakes import FakeLLM
 
 from tiny_graphrag.errors import InputError
-from tiny_graphrag.evaluation import (
-    CRITERIA, Answer, Question, Verdict, clip, collect_answers, evaluate, generate_questions, judge,
-    questions_from_reports, win_rates,
+from tiny_graphrag.evaluation.head_to_head import (
+    CRITERIA,
+    Answer,
+    Question,
+    Verdict,
+    clip,
+    collect_answers,
+    evaluate,
+    generate_questions,
+    judge,
+    questions_from_reports,
+    win_rates,
 )
 from tiny_graphrag.records import Report
-
-from _fakes import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOL = Path(os.environ.get("TINY_GRAPHRAG_MODELS", ROOT / "models")) / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -39,10 +47,12 @@ def _answer_block(prompt: str, k: int) -> str:
 
 def _prefers(word: str):
     """A judge that picks the answer containing `word`, whatever its position (a perfect judge)."""
+
     def respond(messages, schema, max_tokens):
         prompt = messages[-1]["content"]
         one, two = word in _answer_block(prompt, 1), word in _answer_block(prompt, 2)
         return {"reason": "r", "winner": "1" if one and not two else "2" if two and not one else "tie"}
+
     return respond
 
 
@@ -73,7 +83,7 @@ def test_criterion_comes_last_so_orders_share_a_prefix():
     llm = FakeLLM(lambda m, s, t: {"reason": "r", "winner": "tie"})
     judge(llm, _questions(1), _answers("global", ["alpha"]), _answers("naive", ["beta"]))
     prompts = [r["messages"][-1]["content"] for r in llm.backend.requests]
-    first_order, second_order = prompts[: len(CRITERIA)], prompts[len(CRITERIA):]
+    first_order, second_order = prompts[: len(CRITERIA)], prompts[len(CRITERIA) :]
     prefix = first_order[0].split("Criterion:")[0]
     assert all(p.startswith(prefix) for p in first_order)
     assert "alpha" in _answer_block(first_order[0], 1) and "alpha" in _answer_block(second_order[0], 2)
@@ -84,8 +94,12 @@ def test_criterion_comes_last_so_orders_share_a_prefix():
 
 def test_citations_are_stripped_before_judging():
     llm = FakeLLM(lambda m, s, t: {"reason": "r", "winner": "tie"})
-    judge(llm, _questions(1), _answers("global", ["Obama won [Data: Reports (1, 2)]."]),
-          _answers("naive", ["He won [Data: Sources (3)]."]))
+    judge(
+        llm,
+        _questions(1),
+        _answers("global", ["Obama won [Data: Reports (1, 2)]."]),
+        _answers("naive", ["He won [Data: Sources (3)]."]),
+    )
     prompt = llm.backend.requests[0]["messages"][-1]["content"]
     assert "[Data:" not in prompt and "Obama won" in prompt
 
@@ -120,13 +134,16 @@ def test_long_answers_are_clipped_for_the_judge():
     assert all(r["messages"][-1]["content"].count("w ") <= 51 for r in llm.backend.requests)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda llm: judge(llm, _questions(2), _answers("global", ["x"]), _answers("naive", ["y"])), "2 questions"),
-    (lambda llm: judge(llm, _questions(1), _answers("g", ["x"]), _answers("n", ["y"]), criteria={}), "criteria"),
-    (lambda llm: generate_questions(llm, "a corpus", 0), "questions must be"),
-    (lambda llm: generate_questions(llm, "  ", 3), "description is empty"),
-    (lambda llm: questions_from_reports(llm, [], 3), "no community reports"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda llm: judge(llm, _questions(2), _answers("global", ["x"]), _answers("naive", ["y"])), "2 questions"),
+        (lambda llm: judge(llm, _questions(1), _answers("g", ["x"]), _answers("n", ["y"]), criteria={}), "criteria"),
+        (lambda llm: generate_questions(llm, "a corpus", 0), "questions must be"),
+        (lambda llm: generate_questions(llm, "  ", 3), "description is empty"),
+        (lambda llm: questions_from_reports(llm, [], 3), "no community reports"),
+    ],
+)
 def test_bad_input_names_the_problem(call, message):
     with pytest.raises(InputError, match=message):
         call(FakeLLM())
@@ -166,8 +183,9 @@ def test_duplicate_questions_are_dropped():
 # ---- the whole evaluation through a QueryEngine ------------------------------------------------
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
-    from tiny_graphrag.embed import Embedder
     from test_search_fixtures import build_test_index
+
+    from tiny_graphrag.backends.embed import Embedder
 
     embedder = Embedder("all-MiniLM-L6-v2", device="cpu")
     return build_test_index(tmp_path_factory.mktemp("eval") / "idx", embedder), embedder
@@ -182,8 +200,9 @@ def _engine(index, llm):
 
 def test_evaluate_end_to_end_with_fakes(index):
     answerer = FakeLLM()  # echoes: global and naive answers differ
-    judge_llm = FakeLLM(lambda m, s, t: {"reason": "r", "winner": "1"} if "winner" in s["properties"] else
-                        _question_writer(m, s, t))
+    judge_llm = FakeLLM(
+        lambda m, s, t: {"reason": "r", "winner": "1"} if "winner" in s["properties"] else _question_writer(m, s, t)
+    )
     with _engine(index, answerer) as qe:
         result = evaluate(qe, judge_llm, questions=4, a="global", b="naive")
     assert len(result.questions) == len(result.answers_a) == len(result.answers_b) == 4
@@ -206,13 +225,13 @@ def test_evaluate_refuses_same_or_unknown_modes(index):
 
 
 def test_cli_evaluate_json(index, tmp_path, capsys, monkeypatch):
-    from tiny_graphrag import cli
+    from tiny_graphrag.cli import commands as cli
 
     path, _ = index
     questions = tmp_path / "q.txt"
     questions.write_text("What are the main themes?\nHow do the people relate?\n")
     fake = FakeLLM(lambda m, s, t: {"reason": "r", "winner": "tie"} if s else "an answer")
-    monkeypatch.setattr("tiny_graphrag.evaluation.open_judge", lambda *a, **k: fake)
+    monkeypatch.setattr("tiny_graphrag.evaluation.head_to_head.open_judge", lambda *a, **k: fake)
     monkeypatch.setattr("tiny_graphrag.search.engine.QueryEngine._load_llm", lambda self: fake)
     assert cli.main(["evaluate", "--index", str(path), "--questions-file", str(questions), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -225,16 +244,21 @@ def test_cli_evaluate_json(index, tmp_path, capsys, monkeypatch):
 def smol():
     if not SMOL.exists():
         pytest.skip(f"{SMOL} is not there (a test model: link it into models/)")
+    from tiny_graphrag.backends.llm import open_llm
     from tiny_graphrag.config import LLMConfig
-    from tiny_graphrag.llm import open_llm
 
     return open_llm(LLMConfig(model=str(SMOL), n_ctx=2048))
 
 
 def test_smollm2_judges_both_orders_with_parsed_verdicts(smol):
     qs = [Question("What were the main stages of Barack Obama's career?")]
-    a = _answers("global", ["He was a community organizer in Chicago, a law professor, an Illinois state senator, "
-                            "a U.S. senator and the 44th president of the United States."])
+    a = _answers(
+        "global",
+        [
+            "He was a community organizer in Chicago, a law professor, an Illinois state senator, "
+            "a U.S. senator and the 44th president of the United States."
+        ],
+    )
     b = _answers("naive", ["He was president."])
     verdicts = judge(smol, qs, a, b, max_tokens=96)
     assert len(verdicts) == len(CRITERIA)
@@ -244,8 +268,9 @@ def test_smollm2_judges_both_orders_with_parsed_verdicts(smol):
 
 
 def test_smollm2_writes_persona_questions(smol):
-    qs = generate_questions(smol, "A Wikipedia article about Barack Obama, the 44th U.S. president.", 2,
-                            tasks=1, per_task=1, max_tokens=200)
+    qs = generate_questions(
+        smol, "A Wikipedia article about Barack Obama, the 44th U.S. president.", 2, tasks=1, per_task=1, max_tokens=200
+    )
     assert 1 <= len(qs) <= 2 and all(q.text and q.persona for q in qs)
 
 
@@ -258,7 +283,9 @@ def test_repeated_users_are_dropped_and_later_prompts_see_earlier_questions():
     llm = FakeLLM(writer)
     qs = generate_questions(llm, "A corpus.", 6, tasks=2)
     assert len(qs) == 2  # one distinct user x 2 tasks
-    question_prompts = [r["messages"][-1]["content"] for r in llm.backend.requests if "Task:" in r["messages"][-1]["content"]]
+    question_prompts = [
+        r["messages"][-1]["content"] for r in llm.backend.requests if "Task:" in r["messages"][-1]["content"]
+    ]
     assert "Already asked" not in question_prompts[0] and qs[0].text in question_prompts[1]
 
 

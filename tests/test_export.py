@@ -13,23 +13,65 @@ import pyarrow.parquet as pq
 import pytest
 from _names_index import NAMES, build_names_index
 
-from tiny_graphrag.cli import main
+from tiny_graphrag.cli.commands import main
 from tiny_graphrag.errors import IndexFormatError, InputError, OutputError
-from tiny_graphrag.export import cypher_script, export_index
-from tiny_graphrag.store import IndexStore
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.outputs.export import cypher_script, export_index
 
 # Microsoft GraphRAG's output columns, in order (graphrag/data_model/schemas.py, *_FINAL_COLUMNS).
 GRAPHRAG_COLUMNS = {
     "entities": ["id", "human_readable_id", "title", "type", "description", "text_unit_ids", "frequency", "degree"],
-    "relationships": ["id", "human_readable_id", "source", "target", "description", "weight", "combined_degree",
-                      "text_unit_ids"],
-    "text_units": ["id", "human_readable_id", "text", "n_tokens", "document_ids", "entity_ids", "relationship_ids",
-                   "covariate_ids"],
-    "communities": ["id", "human_readable_id", "community", "level", "parent", "children", "title", "entity_ids",
-                    "relationship_ids", "text_unit_ids", "period", "size"],
-    "community_reports": ["id", "human_readable_id", "community", "level", "parent", "children", "title", "summary",
-                          "full_content", "rank", "rating_explanation", "findings", "full_content_json", "period",
-                          "size"],
+    "relationships": [
+        "id",
+        "human_readable_id",
+        "source",
+        "target",
+        "description",
+        "weight",
+        "combined_degree",
+        "text_unit_ids",
+    ],
+    "text_units": [
+        "id",
+        "human_readable_id",
+        "text",
+        "n_tokens",
+        "document_ids",
+        "entity_ids",
+        "relationship_ids",
+        "covariate_ids",
+    ],
+    "communities": [
+        "id",
+        "human_readable_id",
+        "community",
+        "level",
+        "parent",
+        "children",
+        "title",
+        "entity_ids",
+        "relationship_ids",
+        "text_unit_ids",
+        "period",
+        "size",
+    ],
+    "community_reports": [
+        "id",
+        "human_readable_id",
+        "community",
+        "level",
+        "parent",
+        "children",
+        "title",
+        "summary",
+        "full_content",
+        "rank",
+        "rating_explanation",
+        "findings",
+        "full_content_json",
+        "period",
+        "size",
+    ],
     "documents": ["id", "human_readable_id", "title", "text", "text_unit_ids", "creation_date", "metadata"],
 }
 
@@ -53,8 +95,12 @@ def _check_scalar_graph(g, store, *, multigraph_keys: bool):
     levels = _levels(store)
     for key, d in graph.nodes(data=True):
         r = g.nodes[key]
-        assert (r["name"], r["type"], int(r["mentions"]), int(r["hid"])) == (d["name"], d["type"], d["mentions"],
-                                                                             d["hid"])
+        assert (r["name"], r["type"], int(r["mentions"]), int(r["hid"])) == (
+            d["name"],
+            d["type"],
+            d["mentions"],
+            d["hid"],
+        )
         assert json.loads(r["aliases"]) == d["aliases"]
         assert json.loads(r["type_votes"]) == d["type_votes"]
         assert [tuple(p) for p in json.loads(r["provenance"])] == [tuple(p) for p in d["provenance"]]

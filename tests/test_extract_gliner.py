@@ -143,10 +143,12 @@ def test_relation_threshold_is_honoured(tiny_models_dir, general):
 
 def test_relation_constraints_filter_model_output(tiny_models_dir):
     free = Schema.from_dict({"entity_types": ["Person", "Location"], "relation_types": ["linked"]})
-    strict = Schema.from_dict({
-        "entity_types": ["Person", "Location"],
-        "relation_types": {"linked": {"allowed_head": ["Person"], "allowed_tail": ["Location"]}},
-    })
+    strict = Schema.from_dict(
+        {
+            "entity_types": ["Person", "Location"],
+            "relation_types": {"linked": {"allowed_head": ["Person"], "allowed_tail": ["Location"]}},
+        }
+    )
     chunks = make_chunks()
     cfg = tiny_config(relation_threshold=0.0, entity_threshold=0.0)
     loose = make_extractor(free, cfg, tiny_models_dir).extract(chunks)
@@ -178,12 +180,17 @@ def test_models_load_once_per_process(tiny_models_dir, general):
     b.extract(make_chunks()[:1])
     rt = mod.runtime_for(tiny_config())
     assert mod.load_gliner(a.gliner_path, rt) is mod.load_gliner(b.gliner_path, rt)
-    from tiny_graphrag import loaded
+    from tiny_graphrag.backends import loaded
 
     # One entry for this model at this runtime: the thresholds are not part of what is loaded
     # (another test may have loaded the same folder int8, a second entry of its own).
-    keys = [k for k in loaded._MODELS if k[0] == "gliner" and k[1][0] == str(a.gliner_path.resolve())
-            and k[1][1:] == (rt.device, rt.half, rt.quantize, rt.onnx)]
+    keys = [
+        k
+        for k in loaded._MODELS
+        if k[0] == "gliner"
+        and k[1][0] == str(a.gliner_path.resolve())
+        and k[1][1:] == (rt.device, rt.half, rt.quantize, rt.onnx)
+    ]
     assert len(keys) == 1
 
 
@@ -220,9 +227,7 @@ def test_corrupt_gliner_folder_raises_model_load_error(tmp_path):
     bad = tmp_path / "broken-gliner"
     bad.mkdir()
     (bad / "gliner_config.json").write_text("{not json")
-    ex = make_extractor(
-        Schema.from_dict({"entity_types": ["Person"]}), tiny_config(gliner_model=str(bad)), tmp_path
-    )
+    ex = make_extractor(Schema.from_dict({"entity_types": ["Person"]}), tiny_config(gliner_model=str(bad)), tmp_path)
     with pytest.raises(ModelLoadError) as err:
         ex.extract(make_chunks()[:1])
     assert str(bad) in str(err.value)
@@ -276,8 +281,9 @@ def test_glirel_without_its_backbone_names_it(tiny_models_dir, tmp_path, general
     assert str(tmp_path / TINY_GLIREL) in str(err.value)
 
 
-def test_glirel_backbone_from_the_hub_cache_without_network(tiny_models_dir, tmp_path, general, no_network,
-                                                            monkeypatch):
+def test_glirel_backbone_from_the_hub_cache_without_network(
+    tiny_models_dir, tmp_path, general, no_network, monkeypatch
+):
     from huggingface_hub import constants
 
     # the Hugging Face cache layout: models--ORG--NAME/{refs/main, snapshots/COMMIT/...}
@@ -288,8 +294,9 @@ def test_glirel_backbone_from_the_hub_cache_without_network(tiny_models_dir, tmp
     (repo / "refs" / "main").write_text(commit)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     shutil.copytree(tiny_models_dir / TINY_GLINER, tmp_path / "models" / TINY_GLINER)
-    shutil.copytree(tiny_models_dir / TINY_GLIREL, tmp_path / "models" / TINY_GLIREL,
-                    ignore=shutil.ignore_patterns("backbone"))
+    shutil.copytree(
+        tiny_models_dir / TINY_GLIREL, tmp_path / "models" / TINY_GLIREL, ignore=shutil.ignore_patterns("backbone")
+    )
     cfg_file = tmp_path / "models" / TINY_GLIREL / "glirel_config.json"
     cfg_file.write_text(json.dumps({**json.loads(cfg_file.read_text()), "model_name": "acme/tiny-backbone"}))
     res = make_extractor(general, tiny_config(relation_threshold=0.0), tmp_path / "models").extract(make_chunks()[:1])
@@ -342,13 +349,15 @@ def _m(text, type_, start, score=0.9):
 
 
 def test_enforce_constraints_unit():
-    schema = Schema.from_dict({
-        "entity_types": ["Person", "Organization", "Location"],
-        "relation_types": {
-            "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
-            "related to": {},
-        },
-    })
+    schema = Schema.from_dict(
+        {
+            "entity_types": ["Person", "Organization", "Location"],
+            "relation_types": {
+                "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
+                "related to": {},
+            },
+        }
+    )
     alice, acme, paris = _m("Alice", "Person", 0), _m("Acme", "Organization", 10), _m("Paris", "Location", 20)
     alice2 = _m("alice", "Person", 30)
     rels = [
@@ -426,29 +435,36 @@ def test_tiny_gliner_training_path_runs_and_is_deterministic(tmp_path):
 
 
 def test_build_gliner_and_glirel_on_a_deberta_config(tmp_path):
-    from transformers import DebertaV2Config
-
     from devmodels import build_gliner, build_glirel
+    from transformers import DebertaV2Config
 
     def config():
         return DebertaV2Config(
-            hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-            relative_attention=True, position_buckets=64, pos_att_type=["p2c", "c2p"],
-            position_biased_input=False, type_vocab_size=0,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            relative_attention=True,
+            position_buckets=64,
+            pos_att_type=["p2c", "c2p"],
+            position_biased_input=False,
+            type_vocab_size=0,
         )
 
     build_gliner(tmp_path / "g", config(), vocab_size=400)
     build_glirel(tmp_path / "r", config(), vocab_size=400, hidden_size=24)
-    ex = make_extractor(Schema.preset("general"), tiny_config(gliner_model="g", glirel_model="r",
-                        entity_threshold=0.0, relation_threshold=0.0), tmp_path)
+    ex = make_extractor(
+        Schema.preset("general"),
+        tiny_config(gliner_model="g", glirel_model="r", entity_threshold=0.0, relation_threshold=0.0),
+        tmp_path,
+    )
     (res,) = ex.extract(make_chunks()[:1])
     assert res.entities and res.relations
 
 
 def test_build_with_a_given_vocabulary_tokenizes_whole_words(tmp_path):
-    from transformers import AutoTokenizer
-
     from devmodels import SPECIAL_TOKENS, build_gliner, build_glirel, fixed_vocab, tiny_backbone_config
+    from transformers import AutoTokenizer
 
     words = ["Ada", "Lovelace", "wrote", "notes", "on", "the", "Analytical", "Engine", "."]
     vocab = list(dict.fromkeys(SPECIAL_TOKENS + words + fixed_vocab()))
@@ -461,7 +477,10 @@ def test_build_with_a_given_vocabulary_tokenizes_whole_words(tmp_path):
     # the default character-level vocabulary splits the same words into many pieces
     build_gliner(tmp_path / "c", tiny_backbone_config(len(fixed_vocab())), hidden_size=32)
     assert len(AutoTokenizer.from_pretrained(tmp_path / "c", local_files_only=True).tokenize(text)) > 9
-    ex = make_extractor(Schema.preset("general"), tiny_config(gliner_model="g", glirel_model="r",
-                        entity_threshold=0.0, relation_threshold=0.0), tmp_path)
+    ex = make_extractor(
+        Schema.preset("general"),
+        tiny_config(gliner_model="g", glirel_model="r", entity_threshold=0.0, relation_threshold=0.0),
+        tmp_path,
+    )
     (res,) = ex.extract(make_chunks()[:1])
     assert res.entities

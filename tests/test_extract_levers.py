@@ -19,15 +19,17 @@ from tiny_graphrag.schema import Schema
 # Relations only between people, organisations and places: Product and Concept mentions can
 # never be linked, so pruning has something to drop. (The random tiny GLiNER tags mostly
 # Locations, hence "located in".)
-NARROW = Schema.from_dict({
-    "entity_types": ["Person", "Organization", "Location", "Product", "Concept"],
-    "relation_types": {
-        "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
-        "born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
-        "located in": {"allowed_head": ["Organization", "Location"], "allowed_tail": ["Location"]},
-        "spouse of": {"allowed_head": ["Person"], "allowed_tail": ["Person"]},
-    },
-})
+NARROW = Schema.from_dict(
+    {
+        "entity_types": ["Person", "Organization", "Location", "Product", "Concept"],
+        "relation_types": {
+            "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
+            "born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
+            "located in": {"allowed_head": ["Organization", "Location"], "allowed_tail": ["Location"]},
+            "spouse of": {"allowed_head": ["Person"], "allowed_tail": ["Person"]},
+        },
+    }
+)
 
 SENTENCES = [
     "Barack Obama was born in Hawaii and studied at Harvard Law School.",
@@ -41,14 +43,18 @@ SENTENCES = [
 def mixed_chunks() -> list[Chunk]:
     """Chunks of very different lengths, in an order that bucketing changes."""
     texts = [" ".join(SENTENCES[i % 5 : i % 5 + n]) for i, n in enumerate([1, 5, 2, 5, 1, 3, 4, 1, 2, 5])]
-    return [Chunk(id=f"c{i}", doc_id="d", index=i, text=t, start=0, end=len(t), n_tokens=len(t.split()))
-            for i, t in enumerate(texts)]
+    return [
+        Chunk(id=f"c{i}", doc_id="d", index=i, text=t, start=0, end=len(t), n_tokens=len(t.split()))
+        for i, t in enumerate(texts)
+    ]
 
 
 def signature(results):
     return [
-        ([(m.start, m.end, m.type) for m in r.entities],
-         [(x.head.start, x.head.end, x.tail.start, x.tail.end, x.label) for x in r.relations])
+        (
+            [(m.start, m.end, m.type) for m in r.entities],
+            [(x.head.start, x.head.end, x.tail.start, x.tail.end, x.label) for x in r.relations],
+        )
         for r in results
     ]
 
@@ -76,8 +82,9 @@ class Spy:
 
 
 def make(models_dir, *, levers: bool, schema=NARROW, **cfg):
-    ex = make_extractor(schema, tiny_config(relation_threshold=0.0, entity_threshold=0.3, batch_size=3, **cfg),
-                        models_dir)
+    ex = make_extractor(
+        schema, tiny_config(relation_threshold=0.0, entity_threshold=0.3, batch_size=3, **cfg), models_dir
+    )
     ex.bucket = ex.relations.prune = levers
     return ex
 
@@ -127,9 +134,13 @@ def test_chunk_without_an_allowed_pair_never_reaches_glirel(tiny_models_dir, mon
 
 def test_pruning_on_hand_made_mentions_matches_the_full_call(tiny_models_dir, monkeypatch):
     text = "Barack Obama worked for Google in Chicago and wrote about the Pixel and about democracy."
-    ms = [mention(text, "Barack Obama", "Person"), mention(text, "Google", "Organization"),
-          mention(text, "Chicago", "Location"), mention(text, "Pixel", "Product"),
-          mention(text, "democracy", "Concept")]
+    ms = [
+        mention(text, "Barack Obama", "Person"),
+        mention(text, "Google", "Organization"),
+        mention(text, "Chicago", "Location"),
+        mention(text, "Pixel", "Product"),
+        mention(text, "democracy", "Concept"),
+    ]
     ex = make(tiny_models_dir, levers=True)
     spy = Spy(ex.relations._model(), monkeypatch)
     pruned = ex.relations.predict([text], [ms])[0]
@@ -148,8 +159,11 @@ def test_pruning_is_off_when_glirel_reads_mentions_jointly(tiny_models_dir, monk
     monkeypatch.setattr(model.config, "refine_prompt", True, raising=False)  # attends across pairs
     spy = Spy(model, monkeypatch)
     text = "Barack Obama worked for Google and wrote about the Pixel."
-    ms = [mention(text, "Barack Obama", "Person"), mention(text, "Google", "Organization"),
-          mention(text, "Pixel", "Product")]
+    ms = [
+        mention(text, "Barack Obama", "Person"),
+        mention(text, "Google", "Organization"),
+        mention(text, "Pixel", "Product"),
+    ]
     ex.relations.predict([text], [ms])
     assert len(spy.calls[0][0]) == 3  # all mentions sent
 

@@ -20,8 +20,9 @@ from tiny_graphrag.extract.gliner import load_gliner, runtime_for
 
 
 def make(models_dir, **cfg):
-    return make_extractor(NARROW, tiny_config(relation_threshold=0.0, entity_threshold=0.3, batch_size=3, **cfg),
-                          models_dir)
+    return make_extractor(
+        NARROW, tiny_config(relation_threshold=0.0, entity_threshold=0.3, batch_size=3, **cfg), models_dir
+    )
 
 
 def test_onnx_runtime_gives_the_torch_predictions(tiny_models_dir):
@@ -53,8 +54,8 @@ def test_onnx_settings_are_checked(monkeypatch):
 
 
 def test_cli_runtime_flag_reaches_the_extraction_config(monkeypatch, tmp_path):
-    import tiny_graphrag.build as build
-    from tiny_graphrag.cli import main
+    import tiny_graphrag.build.pipeline as build
+    from tiny_graphrag.cli.commands import main
 
     class Stop(Exception):
         pass

@@ -79,10 +79,12 @@ def test_cooccurrence_relations_stay_within_sentences(tmp_path, no_network):
 
 
 def test_cooccurrence_respects_constraints_and_direction(tmp_path):
-    schema = Schema.from_dict({
-        "entity_types": ["Person", "Location", "Organization"],
-        "relation_types": {"related to": {"allowed_head": ["Person"], "allowed_tail": ["Location"]}},
-    })
+    schema = Schema.from_dict(
+        {
+            "entity_types": ["Person", "Location", "Organization"],
+            "relation_types": {"related to": {"allowed_head": ["Person"], "allowed_tail": ["Location"]}},
+        }
+    )
     text = "In Hawaii, Barack Obama met Michelle Obama at Harvard."
     (res,) = make_extractor(schema, spacy_config(), tmp_path).extract([chunk(text)])
     assert res.relations
@@ -111,10 +113,12 @@ def test_resolve_label_map_default_keeps_schema_types():
 
 
 def test_missing_cooccurrence_label_warns_once_and_yields_no_relations(tmp_path, caplog):
-    schema = Schema.from_dict({
-        "entity_types": ["Person", "Location"],
-        "relation_types": {"born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]}},
-    })
+    schema = Schema.from_dict(
+        {
+            "entity_types": ["Person", "Location"],
+            "relation_types": {"born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]}},
+        }
+    )
     caplog.set_level(logging.WARNING, logger="tiny_graphrag")
     ex = make_extractor(schema, spacy_config(), tmp_path)
     res = ex.extract([chunk(), chunk(cid="c2")])
@@ -141,7 +145,7 @@ def test_unknown_spacy_model_says_how_to_install(tmp_path):
 
 
 def test_pipeline_loads_once_until_cleared():
-    from tiny_graphrag.loaded import clear_models
+    from tiny_graphrag.backends.loaded import clear_models
 
     first = load_spacy(SPACY_MODEL)
     assert load_spacy(SPACY_MODEL) is first
@@ -171,10 +175,12 @@ def test_glirel_relations_link_exact_spacy_mentions(tiny_models_dir, no_network)
 
 
 def test_glirel_relations_excluded_by_constraints(tiny_models_dir):
-    schema = Schema.from_dict({
-        "entity_types": ["Person", "Organization", "Location", "Product"],
-        "relation_types": {"makes": {"allowed_head": ["Product"], "allowed_tail": ["Product"]}},
-    })
+    schema = Schema.from_dict(
+        {
+            "entity_types": ["Person", "Organization", "Location", "Product"],
+            "relation_types": {"makes": {"allowed_head": ["Product"], "allowed_tail": ["Product"]}},
+        }
+    )
     (res,) = make_extractor(schema, spacy_config(relation_threshold=0.0), tiny_models_dir).extract([chunk()])
     assert len(res.entities) >= 2 and not any(m.type == "Product" for m in res.entities)
     assert res.relations == ()

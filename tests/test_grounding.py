@@ -36,8 +36,12 @@ def ground(points, weight=0.75):
 def test_a_finding_the_model_left_out_outranks_an_off_topic_one_it_chose():
     """A 0.5B map model chose findings by position and scored them as it liked: the finding it
     did not choose (vote 0) but that is about the question ranks first once grounded."""
-    (p_on, g_on), (p_off, g_off) = ground([KeyPoint("on topic [Data: Reports (3)]", 0, 0, report=3),
-                                           KeyPoint("off topic [Data: Reports (4)]", 100, 0, report=4)])
+    (p_on, g_on), (p_off, g_off) = ground(
+        [
+            KeyPoint("on topic [Data: Reports (3)]", 0, 0, report=3),
+            KeyPoint("off topic [Data: Reports (4)]", 100, 0, report=4),
+        ]
+    )
     assert p_on.score > p_off.score and (p_on.model_score, p_off.model_score) == (0, 100)
     assert (g_on.similarity, g_on.relevance) == (pytest.approx(1.0), pytest.approx(1.0))
     assert g_off.relevance == pytest.approx(0.0, abs=1e-6)
@@ -47,8 +51,12 @@ def test_a_finding_the_model_left_out_outranks_an_off_topic_one_it_chose():
 @pytest.mark.parametrize("weight", [0.0, 0.25, 0.5, 0.75, 1.0])
 def test_importance_mixes_the_model_score_and_the_relevance(weight):
     embedded.clear()
-    points = [KeyPoint("half", 40, 0), KeyPoint("on topic", 40, 0), KeyPoint("off topic", 40, 1),
-              KeyPoint("off topic", 10, 1)]  # cosines 0.71, 1, 0, 0: the median is 0.35
+    points = [
+        KeyPoint("half", 40, 0),
+        KeyPoint("on topic", 40, 0),
+        KeyPoint("off topic", 40, 1),
+        KeyPoint("off topic", 10, 1),
+    ]  # cosines 0.71, 1, 0, 0: the median is 0.35
     (p_half, g_half), (p_on, _), (p_off, _), _ = ground(points, weight=weight)
     if weight == 0:  # GraphRAG's ranking: nothing is embedded, the points keep the model's scores
         assert embedded == [] and g_half is None and (p_half.score, p_on.score, p_off.score) == (40, 40, 40)
@@ -63,7 +71,7 @@ def test_importance_mixes_the_model_score_and_the_relevance(weight):
 
 
 def test_relevance_runs_from_the_median_to_the_best_point():
-    """"What are the main themes?" is far from every sentence: the nearest still counts 1, and
+    """ "What are the main themes?" is far from every sentence: the nearest still counts 1, and
     what is no nearer than the median of the candidates counts 0."""
     [(_, g_half), (_, g_off)] = ground([KeyPoint("half", 0, 0), KeyPoint("off topic", 0, 0)])
     assert g_half.relevance == pytest.approx(1.0) and g_half.similarity == pytest.approx(float(TEXTS["half"] @ QUERY))

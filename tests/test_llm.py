@@ -14,16 +14,16 @@ import networkx as nx
 import pytest
 from _fakes import FakeBackend
 
-from tiny_graphrag import gguf
-from tiny_graphrag.cache import CallCache, cache_key
+from tiny_graphrag.backends import gguf
+from tiny_graphrag.backends.llm import LLM, CachedLLM, ContextWindowError, LlamaCppLLM, open_llm
+from tiny_graphrag.citations import parse_citations
 from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.errors import ModelLoadError, ModelNotFoundError
-from tiny_graphrag.llm import LLM, CachedLLM, ContextWindowError, LlamaCppLLM, open_llm
-from tiny_graphrag.citations import parse_citations
+from tiny_graphrag.index.cache import CallCache, cache_key
 from tiny_graphrag.records import Community
-from tiny_graphrag.report_context import SourceText, build_report_context
-from tiny_graphrag.report_prompt import REPORT_SCHEMA, report_messages, report_schema
-from tiny_graphrag.reports import generate_reports
+from tiny_graphrag.reports.context import SourceText, build_report_context
+from tiny_graphrag.reports.generate import generate_reports
+from tiny_graphrag.reports.prompt import REPORT_SCHEMA, report_messages, report_schema
 
 N_CTX = 2048
 
@@ -159,12 +159,32 @@ def tiny_graph():
     g.add_node("pierre curie", name="Pierre Curie", type="person", mentions=2, provenance=[], hid=1)
     g.add_node("sorbonne", name="Sorbonne", type="organization", mentions=1, provenance=[], hid=2)
     text = "Marie Curie married Pierre Curie in 1895. Both taught at the Sorbonne in Paris."
-    g.add_edge("marie curie", "pierre curie", key="spouse of", label="spouse of", score=0.9, weight=2,
-               provenance=[("doc", "chunk0", 0, 40)], hid=10)
-    g.add_edge("marie curie", "sorbonne", key="works at", label="works at", score=0.8, weight=1,
-               provenance=[("doc", "chunk0", 42, 80)], hid=11)
-    community = Community("com-test", 0, ("marie curie", "pierre curie", "sorbonne"),
-                          edges=(("marie curie", "pierre curie", "spouse of"), ("marie curie", "sorbonne", "works at")))
+    g.add_edge(
+        "marie curie",
+        "pierre curie",
+        key="spouse of",
+        label="spouse of",
+        score=0.9,
+        weight=2,
+        provenance=[("doc", "chunk0", 0, 40)],
+        hid=10,
+    )
+    g.add_edge(
+        "marie curie",
+        "sorbonne",
+        key="works at",
+        label="works at",
+        score=0.8,
+        weight=1,
+        provenance=[("doc", "chunk0", 42, 80)],
+        hid=11,
+    )
+    community = Community(
+        "com-test",
+        0,
+        ("marie curie", "pierre curie", "sorbonne"),
+        edges=(("marie curie", "pierre curie", "spouse of"), ("marie curie", "sorbonne", "works at")),
+    )
     return g, {"chunk0": SourceText(100, text)}, community
 
 
@@ -189,11 +209,14 @@ def fake_topology(root, cores):
     return root
 
 
-@pytest.mark.parametrize("cores, expected", [
-    ([(0, 0), (0, 1)], 2),  # two cores, one thread each (our machines): llama-cpp-python's default is 1
-    ([(0, 0), (0, 0), (0, 1), (0, 1)], 2),  # two cores with two hardware threads each
-    ([(0, 0), (1, 0)], 2),  # two sockets whose cores share an id
-])
+@pytest.mark.parametrize(
+    "cores, expected",
+    [
+        ([(0, 0), (0, 1)], 2),  # two cores, one thread each (our machines): llama-cpp-python's default is 1
+        ([(0, 0), (0, 0), (0, 1), (0, 1)], 2),  # two cores with two hardware threads each
+        ([(0, 0), (1, 0)], 2),  # two sockets whose cores share an id
+    ],
+)
 def test_physical_cores_counts_cores_not_hardware_threads(tmp_path, monkeypatch, cores, expected):
     monkeypatch.setattr(gguf.os, "sched_getaffinity", lambda pid: set(range(len(cores))))
     assert gguf.physical_cores(fake_topology(tmp_path, cores)) == expected
@@ -289,10 +312,15 @@ def test_cache_hit_makes_no_model_call(llm, gemma_path, tmp_path):
     b = first.complete(messages, max_tokens=8)
     assert (first.calls, first.cache_hits, b.cached) == (1, 1, True)
     assert (b.text, b.prompt_tokens, b.completion_tokens, b.finish_reason) == (
-        a.text, a.prompt_tokens, a.completion_tokens, a.finish_reason)
+        a.text,
+        a.prompt_tokens,
+        a.completion_tokens,
+        a.finish_reason,
+    )
     # A new process with the same cache file replays it too.
-    second = open_llm(LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX),
-                      cache=CallCache(tmp_path / "calls.sqlite"))
+    second = open_llm(
+        LLMConfig(model=str(gemma_path), chat_format="gemma", n_ctx=N_CTX), cache=CallCache(tmp_path / "calls.sqlite")
+    )
     c = second.complete(messages, max_tokens=8)
     assert c.cached and c.text == a.text and second.calls == 0
     # Any change to the request is a different key.
@@ -359,7 +387,9 @@ def test_missing_model(tmp_path):
 def test_schema_strings_hold_no_raw_control_characters(llm):
     """llama-cpp-python's converter lets strings hold raw newlines; our grammar does not."""
     schema = {"type": "object", "properties": {"items": {"type": "string", "maxLength": 300}}, "required": ["items"]}
-    messages = [{"role": "user", "content": "List twenty numbers, one per line, as JSON {\"items\": ...}:\n- 1\n- 2\n- 3\n"}]
+    messages = [
+        {"role": "user", "content": 'List twenty numbers, one per line, as JSON {"items": ...}:\n- 1\n- 2\n- 3\n'}
+    ]
     out = llm.complete(messages, schema=schema, max_tokens=120)
     assert out.text.startswith("{") and not any(ord(ch) < 0x20 for ch in out.text)
 
@@ -367,19 +397,23 @@ def test_schema_strings_hold_no_raw_control_characters(llm):
 def test_properties_are_written_in_the_schemas_order(llm):
     """llama.cpp writes an object's properties in the order the schema gives them (sorted keys
     had decided that order for every schema, unseen)."""
-    schema = {"type": "object", "properties": {"zeta": {"type": "string", "maxLength": 20},
-                                               "alpha": {"type": "string", "maxLength": 20}},
-              "required": ["zeta", "alpha"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"zeta": {"type": "string", "maxLength": 20}, "alpha": {"type": "string", "maxLength": 20}},
+        "required": ["zeta", "alpha"],
+        "additionalProperties": False,
+    }
     out = llm.complete([{"role": "user", "content": "Give two words as JSON."}], schema=schema, max_tokens=40)
     assert out.text.lstrip().startswith('{"zeta"') or out.text.lstrip().startswith('{ "zeta"'), out.text
     assert list(json.loads(out.text)) == ["zeta", "alpha"]
-    reports = llm.complete(report_messages("-----Entities-----\nid|entity\n1|Marie Curie"), schema=REPORT_SCHEMA,
-                           max_tokens=60)
+    reports = llm.complete(
+        report_messages("-----Entities-----\nid|entity\n1|Marie Curie"), schema=REPORT_SCHEMA, max_tokens=60
+    )
     assert reports.text.lstrip()[:16].replace(" ", "").startswith('{"findings"'), reports.text
 
 
 def test_a_gguf_failing_its_pinned_checksum_is_refused_at_load(tmp_path, monkeypatch):
-    from tiny_graphrag import models
+    from tiny_graphrag.backends import files as models
 
     bad = tmp_path / "pinned.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 60)

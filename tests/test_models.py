@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tiny_graphrag import models
-from tiny_graphrag.errors import InputError, ModelNotFoundError, TinyGraphRAGError
-from tiny_graphrag.models import (
+from tiny_graphrag.backends import files as models
+from tiny_graphrag.backends.files import (
     DEFAULT_MODELS,
     ENV_MODELS_DIR,
     DownloadError,
@@ -27,6 +26,7 @@ from tiny_graphrag.models import (
     resolve_model,
     verify_checksums,
 )
+from tiny_graphrag.errors import InputError, ModelNotFoundError, TinyGraphRAGError
 
 MINILM = "all-MiniLM-L6-v2"
 
@@ -152,8 +152,11 @@ def test_checksums_detect_an_edited_or_missing_file(tmp_path):
     assert verify_checksums(tmp_path) == {}  # nothing recorded yet
     models._record_checksums(tmp_path, [folder, gguf])
     checks = verify_checksums(tmp_path)
-    assert set(checks) == {str(Path("glirel-large-v0") / "config.json"), str(Path("glirel-large-v0") / "model.bin"),
-                           "model.gguf"}
+    assert set(checks) == {
+        str(Path("glirel-large-v0") / "config.json"),
+        str(Path("glirel-large-v0") / "model.bin"),
+        "model.gguf",
+    }
     assert all(checks.values())
     (folder / "model.bin").write_bytes(b"tampered")
     gguf.unlink()
@@ -240,7 +243,7 @@ def test_download_without_network_is_one_clear_error(tmp_path, unreachable_netwo
 
 
 def test_models_download_cli_prints_one_line_without_network(tmp_path, unreachable_network, capsys):
-    from tiny_graphrag.cli import main
+    from tiny_graphrag.cli.commands import main
 
     assert main(["models", "download", "--only", MINILM, "--models-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
@@ -271,9 +274,13 @@ def pinned_file(tmp_path, monkeypatch):
 
 def test_the_assembled_gguf_files_are_pinned():
     assert models.PINNED_GGUFS["qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"] == (
-        491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")
+        491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    )
     assert models.PINNED_GGUFS["SmolLM2-135M-Instruct.Q4_1.gguf"] == (
-        98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53")
+        98_362_432,
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    )
 
 
 def test_a_pinned_file_that_matches_is_hashed_once(pinned_file, monkeypatch):

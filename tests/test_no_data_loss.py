@@ -1,6 +1,6 @@
 """Nothing outside an index is ever removed or overwritten, and bad paths never become an index.
 
-Each case builds through the real CLI (`tiny_graphrag.cli.main`) in-process; most are refused
+Each case builds through the real CLI (`tiny_graphrag.cli.commands.main`) in-process; most are refused
 before any model loads. "Intact" is checked byte for byte over every file under the folder.
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tiny_graphrag.cli import main
-from tiny_graphrag.placement import STAGING_MARKER, check_output, staging_dir
+from tiny_graphrag.cli.commands import main
 from tiny_graphrag.errors import OutputError
+from tiny_graphrag.index.placement import STAGING_MARKER, check_output, staging_dir
 
 TEXT = "Barack Obama was born in Honolulu. Obama studied at Harvard Law School in Cambridge.\n"
 BUILD = ["--extractor", "spacy", "--no-reports"]
@@ -22,8 +22,11 @@ BUILD = ["--extractor", "spacy", "--no-reports"]
 
 def snapshot(folder: Path) -> dict[str, str]:
     """Every file under folder (hidden ones too) -> sha256 of its bytes."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -102,12 +105,15 @@ def test_unfinished_index_needs_force(work, capsys):
     assert (work / "mine" / "a.csv").read_text() == "1,2"
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("in/typo_dir", "does not exist"),
-    ("missing.pdf", "does not exist"),
-    ("loop", "broken symbolic link"),
-    ("docs/photo.jpg", "unsupported file type"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("in/typo_dir", "does not exist"),
+        ("missing.pdf", "does not exist"),
+        ("loop", "broken symbolic link"),
+        ("docs/photo.jpg", "unsupported file type"),
+    ],
+)
 def test_bad_inputs_never_become_an_index(work, capsys, bad, message):
     os.symlink("loop", work / "loop")
     assert run("build", bad, "--out", "graphs/g", *BUILD) == 2

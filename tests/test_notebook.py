@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from _names_index import build_names_index
 
-from tiny_graphrag.notebook import SizePlot
+from tiny_graphrag.outputs.notebook import SizePlot
 from tiny_graphrag.search.config import LocalConfig
 from tiny_graphrag.search.engine import QueryEngine
 
@@ -26,7 +26,7 @@ def test_search_result_links_each_citation_to_its_text(built):
     chunk, entity = ctx.sources.chunks[0], ctx.sources.entities[0]
     result = replace(ctx, answer=f'He <was> "born" [Data: Sources ({chunk.id}); Entities ({entity.id}, 99999)].')
     page = result._repr_html_()
-    assert "He &lt;was&gt; \"born\"" in page  # the answer is text, never markup
+    assert 'He &lt;was&gt; "born"' in page  # the answer is text, never markup
     links = re.findall(r"href='#([^']+)'", page)
     assert len(links) == 2 and links[0].endswith(f"-sources-{chunk.id}")  # 99999 resolves to nothing: no link
     for anchor in links:
@@ -47,4 +47,4 @@ def test_tables_and_plot(built):
     assert plot._repr_png_().startswith(b"\x89PNG")
     assert {lvl: sum(s) for lvl, s in plot.sizes.items()} == {lvl: store.graph().number_of_nodes() for lvl in levels}
     view = store.view(top=5)._repr_html_()
-    assert view.startswith("<iframe srcdoc=\"") and "vis.Network" in view and "&quot;" in view
+    assert view.startswith('<iframe srcdoc="') and "vis.Network" in view and "&quot;" in view

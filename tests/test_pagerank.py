@@ -12,12 +12,11 @@ import random
 import networkx as nx
 import numpy as np
 import pytest
+from test_search_fixtures import DOCS, _chunks, _graph
 
-from tiny_graphrag.graph import assign_hids
+from tiny_graphrag.index.graph import assign_hids
 from tiny_graphrag.records import Document, content_id
 from tiny_graphrag.search.graph_index import GraphIndex
-
-from test_search_fixtures import DOCS, _chunks, _graph
 
 
 def reference_pagerank(g: nx.MultiDiGraph, seeds: dict, chunk_seeds: dict, damping: float):
@@ -135,8 +134,9 @@ def test_pagerank_with_synonym_links_matches_networkx_on_the_linked_graph(seed, 
     vectors, _ = random_vectors(list(g.nodes), seed)
     index = GraphIndex(g, entity_vectors=vectors)
     seeds, chunk_seeds = {"n01": 1.0, "n16": 0.5}, {"c2": 0.3}
-    mass, chunk_mass = index.personalized_pagerank(seeds, chunk_seeds, damping=damping, synonym_similarity=0.9,
-                                                   iterations=1000, tol=1e-13)
+    mass, chunk_mass = index.personalized_pagerank(
+        seeds, chunk_seeds, damping=damping, synonym_similarity=0.9, iterations=1000, tol=1e-13
+    )
     linked = g.copy()
     links = index.synonym_links(0.9).tocoo()
     for i, j, w in zip(links.row, links.col, links.data):
@@ -145,16 +145,17 @@ def test_pagerank_with_synonym_links_matches_networkx_on_the_linked_graph(seed, 
     assert links.nnz > 0
     ref = reference_pagerank(linked, seeds, chunk_seeds, damping)
     np.testing.assert_allclose(mass, [ref[k] for k in index.keys], atol=1e-9)
-    np.testing.assert_allclose([chunk_mass.get(c, 0.0) for c in index.chunk_ids],
-                               [ref[("chunk", c)] for c in index.chunk_ids], atol=1e-9)
+    np.testing.assert_allclose(
+        [chunk_mass.get(c, 0.0) for c in index.chunk_ids], [ref[("chunk", c)] for c in index.chunk_ids], atol=1e-9
+    )
     plain, _ = index.personalized_pagerank(seeds, chunk_seeds, damping=damping, iterations=1000, tol=1e-13)
     assert not np.allclose(plain, mass)  # the links changed the walk
 
 
 def test_a_synonym_link_carries_the_walk_to_a_passage_naming_the_other_form():
-    """"US" and "United States" are two nodes; only the synonym link lets the walk from a
+    """ "US" and "United States" are two nodes; only the synonym link lets the walk from a
     question about the US reach the chunk that names the United States."""
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
     from tiny_graphrag.search.vectors import VectorIndex
 
     g = nx.MultiDiGraph()
@@ -163,8 +164,9 @@ def test_a_synonym_link_carries_the_walk_to_a_passage_naming_the_other_form():
     g.add_node("france", name="France", type="GPE", provenance=[("d3", "c3", 0, 6)])
     embedder = Embedder("all-MiniLM-L6-v2", device="cpu")
     keys = list(g.nodes)
-    index = GraphIndex(g, entity_vectors=VectorIndex(keys, embedder.embed(["US (GPE)", "United States (GPE)",
-                                                                          "France (GPE)"])))
+    index = GraphIndex(
+        g, entity_vectors=VectorIndex(keys, embedder.embed(["US (GPE)", "United States (GPE)", "France (GPE)"]))
+    )
     _, without = index.personalized_pagerank({"us": 1.0}, damping=0.5)
     _, with_links = index.personalized_pagerank({"us": 1.0}, damping=0.5, synonym_similarity=0.8)
     assert without.get("c2", 0.0) == 0.0 and with_links.get("c2", 0.0) > 0.0
@@ -196,8 +198,9 @@ def test_cooccurrence_links_weigh_what_the_walk_is_told(seed, weight):
     g = random_graph(seed)
     index = GraphIndex(g, cooccurrence_relation="b")
     seeds, chunk_seeds = {"n01": 1.0, "n16": 0.5}, {"c2": 0.3}
-    mass, chunk_mass = index.personalized_pagerank(seeds, chunk_seeds, damping=0.85, cooccurrence_weight=weight,
-                                                   iterations=1000, tol=1e-13)
+    mass, chunk_mass = index.personalized_pagerank(
+        seeds, chunk_seeds, damping=0.85, cooccurrence_weight=weight, iterations=1000, tol=1e-13
+    )
     scaled = nx.MultiDiGraph()
     scaled.add_nodes_from(g.nodes(data=True))
     for u, v, k, d in g.edges(keys=True, data=True):
@@ -206,8 +209,9 @@ def test_cooccurrence_links_weigh_what_the_walk_is_told(seed, weight):
             scaled.add_edge(u, v, key=k, weight=w)
     ref = reference_pagerank(scaled, seeds, chunk_seeds, 0.85)
     np.testing.assert_allclose(mass, [ref[k] for k in index.keys], atol=1e-9)
-    np.testing.assert_allclose([chunk_mass.get(c, 0.0) for c in index.chunk_ids],
-                               [ref[("chunk", c)] for c in index.chunk_ids], atol=1e-9)
+    np.testing.assert_allclose(
+        [chunk_mass.get(c, 0.0) for c in index.chunk_ids], [ref[("chunk", c)] for c in index.chunk_ids], atol=1e-9
+    )
     as_built, _ = GraphIndex(g).personalized_pagerank(seeds, chunk_seeds, damping=0.85, iterations=1000, tol=1e-13)
     assert not np.allclose(as_built, mass)  # the weight changed the walk
     same, _ = index.personalized_pagerank(seeds, chunk_seeds, damping=0.85, iterations=1000, tol=1e-13)
@@ -223,10 +227,16 @@ def test_the_engine_takes_the_cooccurrence_relation_from_the_index_manifest(tmp_
     from tiny_graphrag.search.config import LocalConfig, SearchConfig
     from tiny_graphrag.search.engine import QueryEngine
 
-    (tmp_path / "a.txt").write_text("Barack Obama was born in Honolulu, Hawaii. Obama studied at Harvard Law School. "
-                                    "Michelle Obama grew up in Chicago.\n", encoding="utf-8")
-    config = BuildConfig(chunking=ChunkingConfig(max_tokens=24, overlap_tokens=0),
-                         extraction=ExtractionConfig(extractor="spacy"), reports=False)
+    (tmp_path / "a.txt").write_text(
+        "Barack Obama was born in Honolulu, Hawaii. Obama studied at Harvard Law School. "
+        "Michelle Obama grew up in Chicago.\n",
+        encoding="utf-8",
+    )
+    config = BuildConfig(
+        chunking=ChunkingConfig(max_tokens=24, overlap_tokens=0),
+        extraction=ExtractionConfig(extractor="spacy"),
+        reports=False,
+    )
     build_index([tmp_path / "a.txt"], tmp_path / "idx", config=config, progress=False)
     search = SearchConfig(local=LocalConfig(cooccurrence_weight=0.0))
     with QueryEngine(tmp_path / "idx", config=search) as engine:

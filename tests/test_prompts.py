@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from tiny_graphrag.search.prompts import (
-    LOCAL_CITATIONS, MIN_MAP_POINTS, NAIVE_CITATIONS, NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_grammar, answer_messages,
-    fill, map_messages, map_schema, reduce_messages,
+    LOCAL_CITATIONS,
+    MIN_MAP_POINTS,
+    NAIVE_CITATIONS,
+    NO_DATA_ANSWER,
+    NOT_IN_CONTEXT,
+    answer_messages,
+    fill,
+    map_messages,
+    map_schema,
+    reduce_messages,
 )
 
 CONTEXT = "-----Sources-----\nid|text\n7|Lyon is a city in France. {not a placeholder}"
@@ -85,8 +92,11 @@ def test_map_prompt_and_schema():
     assert schema["properties"]["points"]["items"]["properties"]["finding"] == {"enum": ids}  # only shown findings
     assert map_schema(1, ids)["properties"]["points"]["minItems"] == 1  # never more than the maximum
     assert map_schema(5, ids[:2])["properties"]["points"]["maxItems"] == 2  # nor more than there are findings
-    assert schema["properties"]["points"]["items"]["properties"]["score"] == {"type": "integer", "minimum": 0,
-                                                                              "maximum": 100}
+    assert schema["properties"]["points"]["items"]["properties"]["score"] == {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 100,
+    }
 
 
 def test_fill_replaces_in_one_pass():
@@ -97,9 +107,11 @@ def test_fill_replaces_in_one_pass():
 def test_map_answer_parsing_keeps_each_point_once():
     from tiny_graphrag.search.global_search import INVALID_MAP_ANSWER, parse_map_answer
 
-    text = ('{"points": [{"description": "Lyon is in France [Data: Reports (3)]", "score": 90}, '
-            '{"description": "Lyon is in France [Data: Reports (3)]", "score": 80}, '
-            '{"description": "Paris is the capital", "score": 140}]}')
+    text = (
+        '{"points": [{"description": "Lyon is in France [Data: Reports (3)]", "score": 90}, '
+        '{"description": "Lyon is in France [Data: Reports (3)]", "score": 80}, '
+        '{"description": "Paris is the capital", "score": 140}]}'
+    )
     points, valid = parse_map_answer(text, 2)
     assert valid and [(p.description[:4], p.score, p.batch) for p in points] == [("Lyon", 90, 2), ("Pari", 100, 2)]
     points, valid = parse_map_answer("not json", 0)
@@ -112,11 +124,21 @@ def test_chosen_findings_become_points_in_their_own_words():
     from tiny_graphrag.search.global_search import INVALID_MAP_ANSWER, parse_map_answer
 
     findings = (("3.1", 3, "Lyon is a city in France."), ("3.2", 3, "It lies on the Rhone."), ("7.1", 7, "Paris."))
-    text = json.dumps({"points": [{"finding": "3.2", "score": 80}, {"finding": "9.9", "score": 100},
-                                  {"finding": "3.2", "score": 70}, {"finding": "7.1", "score": 0}]})
+    text = json.dumps(
+        {
+            "points": [
+                {"finding": "3.2", "score": 80},
+                {"finding": "9.9", "score": 100},
+                {"finding": "3.2", "score": 70},
+                {"finding": "7.1", "score": 0},
+            ]
+        }
+    )
     points, valid = parse_map_answer(text, 1, findings)
     assert valid and [(p.description, p.score, p.batch) for p in points] == [
-        ("It lies on the Rhone. [Data: Reports (3)]", 80, 1), ("Paris. [Data: Reports (7)]", 0, 1)]
+        ("It lies on the Rhone. [Data: Reports (3)]", 80, 1),
+        ("Paris. [Data: Reports (7)]", 0, 1),
+    ]
     points, valid = parse_map_answer(json.dumps({"points": [{"finding": "9.9", "score": 90}]}), 0, findings)
     assert not valid and points[0].description == INVALID_MAP_ANSWER
 
@@ -129,10 +151,14 @@ def test_a_sentence_two_reports_quote_is_one_candidate():
     from tiny_graphrag.search.global_search import MapAnswer, _candidates, parse_map_answer
 
     same = "Obama signed the Affordable Care Act in 2010."
-    batches = [MapBatch("", (0, 1), 0, (("0.1", 0, same), ("1.1", 1, "Other news."))),
-               MapBatch("", (2,), 0, (("2.1", 2, same), ("2.2", 2, same.replace(" ", "  ", 1))))]
-    chosen = [parse_map_answer(json.dumps({"points": [{"finding": "1.1", "score": 10}]}), 0, batches[0].findings)[0],
-              parse_map_answer(json.dumps({"points": [{"finding": "2.1", "score": 60}]}), 1, batches[1].findings)[0]]
+    batches = [
+        MapBatch("", (0, 1), 0, (("0.1", 0, same), ("1.1", 1, "Other news."))),
+        MapBatch("", (2,), 0, (("2.1", 2, same), ("2.2", 2, same.replace(" ", "  ", 1)))),
+    ]
+    chosen = [
+        parse_map_answer(json.dumps({"points": [{"finding": "1.1", "score": 10}]}), 0, batches[0].findings)[0],
+        parse_map_answer(json.dumps({"points": [{"finding": "2.1", "score": 60}]}), 1, batches[1].findings)[0],
+    ]
     answers = [MapAnswer(i, tuple(p), True, "") for i, p in enumerate(chosen)]
     got = [(p.description, p.score) for p in _candidates(answers, batches, GlobalConfig(relevance_weight=0.75))]
     assert got == [("Other news. [Data: Reports (1)]", 10), (f"{same} [Data: Reports (2)]", 60)]
@@ -142,12 +168,16 @@ def test_a_sentence_two_reports_quote_is_one_candidate():
 def test_a_cut_off_map_answer_keeps_its_complete_points(cut):
     from tiny_graphrag.search.global_search import parse_map_answer
 
-    whole = ('{"points": [{"description": "Scrooge becomes generous [Data: Reports (2)]", "score": 90}, '
-             '{"description": "Marley warns him", "score": 70}, {"description": "Tiny Tim does not die", "score": 60}]}')
+    whole = (
+        '{"points": [{"description": "Scrooge becomes generous [Data: Reports (2)]", "score": 90}, '
+        '{"description": "Marley warns him", "score": 70}, {"description": "Tiny Tim does not die", "score": 60}]}'
+    )
     third = whole.index('{"description": "Tiny')
     points, valid = parse_map_answer(whole[: third + cut], 1)  # cut inside (or just before) the third point
     assert valid and [(p.description, p.score) for p in points] == [
-        ("Scrooge becomes generous [Data: Reports (2)]", 90), ("Marley warns him", 70)]
+        ("Scrooge becomes generous [Data: Reports (2)]", 90),
+        ("Marley warns him", 70),
+    ]
     points, valid = parse_map_answer('{"points": [{"description": "Scrooge bec', 1)  # nothing whole: invalid
     assert not valid and points[0].score == 0
 

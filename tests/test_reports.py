@@ -9,19 +9,18 @@ from dataclasses import replace
 
 import networkx as nx
 import pytest
-
 from _fakes import FakeLLM
 
-from tiny_graphrag.cache import CallCache
+from tiny_graphrag.backends.llm import ContextWindowError
 from tiny_graphrag.citations import check_citations, filter_citations, parse_citations
-from tiny_graphrag.communities import hierarchical_communities
 from tiny_graphrag.config import CommunityConfig
-from tiny_graphrag.llm import ContextWindowError
+from tiny_graphrag.index.cache import CallCache
 from tiny_graphrag.records import Community, Finding, Report
-from tiny_graphrag.report_context import SourceText, build_report_context
-from tiny_graphrag.report_json import end_at_boundary, parse_report_json, trim_to_bounds
-from tiny_graphrag.report_prompt import REPORT_SCHEMA, prompt_tokens, report_messages, report_schema
-from tiny_graphrag.reports import FALLBACK_EXPLANATION, generate_reports
+from tiny_graphrag.reports.communities import hierarchical_communities
+from tiny_graphrag.reports.context import SourceText, build_report_context
+from tiny_graphrag.reports.generate import FALLBACK_EXPLANATION, generate_reports
+from tiny_graphrag.reports.parse import end_at_boundary, parse_report_json, trim_to_bounds
+from tiny_graphrag.reports.prompt import REPORT_SCHEMA, prompt_tokens, report_messages, report_schema
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
 
@@ -30,7 +29,9 @@ def make_graph(seed: int = 0, n_nodes: int = 40, n_edges: int = 90, n_singletons
     """A graph in the pipeline's contract (hids, labels, weights, provenance) plus its sources."""
     r = random.Random(seed)
     # With each chunk's start in its document: provenance offsets are document-level.
-    sources = {f"chunk{j}": SourceText(500 + j, " ".join(r.choice(WORDS) for _ in range(150)), 10_000 * j) for j in range(12)}
+    sources = {
+        f"chunk{j}": SourceText(500 + j, " ".join(r.choice(WORDS) for _ in range(150)), 10_000 * j) for j in range(12)
+    }
     g = nx.MultiDiGraph()
     for i in range(n_nodes + n_singletons):
         g.add_node(
@@ -168,8 +169,15 @@ def snippet_graph():
     g.add_node("marie", name="Marie Curie", type="person", mentions=1, hid=0)
     g.add_node("pierre", name="Pierre Curie", type="person", mentions=1, hid=1)
     doc_start = 5000  # the chunk starts at this offset of its document
-    g.add_edge("marie", "pierre", key="spouse", label="spouse", weight=1, hid=7,
-               provenance=[("doc", "c", doc_start + at, doc_start + at + 32)])
+    g.add_edge(
+        "marie",
+        "pierre",
+        key="spouse",
+        label="spouse",
+        weight=1,
+        hid=7,
+        provenance=[("doc", "c", doc_start + at, doc_start + at + 32)],
+    )
     community = Community("c1", 0, ("marie", "pierre"), edges=(("marie", "pierre", "spouse"),))
     return g, community, text, doc_start
 
@@ -270,13 +278,19 @@ class _Shown:
         return {"reports": {16}, "sources": set(), "entities": set(), "relationships": set()}
 
 
-@pytest.mark.parametrize("answer, expected, removed", [
-    ("Mercury boils at 357 C. [Data: Reports (16)]", "Mercury boils at 357 C. [Data: Reports (16)]", {}),
-    # the prompt's citation form copied as it stands (a 0.5B reduce did): no id, so no citation
-    ("Mercury boils at 357 C. [Data: Reports (ids)]", "Mercury boils at 357 C.", {}),
-    ("Mercury boils at 357 C. [Data: Reports (ids)] [Data: Reports (16, 4)]",
-     "Mercury boils at 357 C. [Data: Reports (16)]", {"reports": (4,)}),
-])
+@pytest.mark.parametrize(
+    "answer, expected, removed",
+    [
+        ("Mercury boils at 357 C. [Data: Reports (16)]", "Mercury boils at 357 C. [Data: Reports (16)]", {}),
+        # the prompt's citation form copied as it stands (a 0.5B reduce did): no id, so no citation
+        ("Mercury boils at 357 C. [Data: Reports (ids)]", "Mercury boils at 357 C.", {}),
+        (
+            "Mercury boils at 357 C. [Data: Reports (ids)] [Data: Reports (16, 4)]",
+            "Mercury boils at 357 C. [Data: Reports (16)]",
+            {"reports": (4,)},
+        ),
+    ],
+)
 def test_check_citations_drops_ids_not_shown_and_blocks_without_ids(answer, expected, removed):
     assert check_citations(answer, _Shown()) == (expected, removed)
 
@@ -418,11 +432,14 @@ def test_retry_is_limited_by_the_context_window():
     assert [r["max_tokens"] for r in llm.requests] == [70, min(140, 280 - prompt)]
 
 
-@pytest.mark.parametrize("respond, max_tokens, n_requests", [
-    (lambda m, s, n: long_report(), 10, 2),  # cut inside the summary, twice
-    (lambda m, s, n: "no json here", 100, 2),  # ends early: one more try, then the fallback
-    (lambda m, s, n: '{"title": "T", "summary": "S\n- 1\n- 2", "rating": 3}', 100, 2),  # no findings
-])
+@pytest.mark.parametrize(
+    "respond, max_tokens, n_requests",
+    [
+        (lambda m, s, n: long_report(), 10, 2),  # cut inside the summary, twice
+        (lambda m, s, n: "no json here", 100, 2),  # ends early: one more try, then the fallback
+        (lambda m, s, n: '{"title": "T", "summary": "S\n- 1\n- 2", "rating": 3}', 100, 2),  # no findings
+    ],
+)
 def test_unrepairable_output_falls_back_to_a_member_list(respond, max_tokens, n_requests):
     g = nx.MultiDiGraph()
     g.add_node("a", name="Alice", type="Person", mentions=2, hid=0)
@@ -448,15 +465,16 @@ def test_fallback_is_built_from_the_context_data_and_flagged(tmp_path):
     comms = [Community("c", 0, ("a", "b"), edges=(("a", "b", "works for"),))]
     (report,) = generate_reports(g, comms, {}, FakeLLM(lambda m, s, n: "no json"), max_report_tokens=100)
     assert report.fallback and report.title == "Alice | A. and related entities"
-    assert report.findings == (Finding("Alice | A. works for Acme, Inc",
-                                       "Alice | A. works for Acme, Inc [Data: Relationships (9)]"),)
+    assert report.findings == (
+        Finding("Alice | A. works for Acme, Inc", "Alice | A. works for Acme, Inc [Data: Relationships (9)]"),
+    )
     assert report.summary.endswith("[Data: Entities (4, 5)]")
     (good,) = generate_reports(g, comms, {}, FakeLLM(), max_report_tokens=100)
     assert not good.fallback
     # The flag is stored with the index; reports stored before it existed load as not fallback.
     from dataclasses import asdict
 
-    from tiny_graphrag.store import IndexStore
+    from tiny_graphrag.index.store import IndexStore
 
     store = IndexStore.create(tmp_path / "idx")
     store.save_reports([report, replace(good, community_id="old")])
@@ -475,8 +493,10 @@ def test_carried_down_fallback_report_stays_flagged():
 
 
 def test_raw_newlines_inside_strings_still_parse():
-    text = '{"title": "T", "summary": "line one\nline two", "rating": 12, "rating_explanation": "x", ' \
-           '"findings": [{"summary": "f", "explanation": "e"}]}'
+    text = (
+        '{"title": "T", "summary": "line one\nline two", "rating": 12, "rating_explanation": "x", '
+        '"findings": [{"summary": "f", "explanation": "e"}]}'
+    )
     assert "\n" in text  # a raw newline, which strict JSON refuses inside a string
     data, repaired = parse_report_json(text)
     assert data["summary"] == "line one line two" and data["rating"] == 10.0 and not repaired
@@ -511,20 +531,32 @@ def test_fake_llm_contract():
         llm.complete([{"role": "user", "content": "w " * 4000}], max_tokens=200)
 
 
-@pytest.mark.parametrize("text, bound, expected", [
-    ("Short and whole.", 80, "Short and whole."),
-    ("Longer than its bound, so no grammar cut it, and it is left", 20,
-     "Longer than its bound, so no grammar cut it, and it is left"),
-    ("Obama's policies have significantly impacted,", 45, "Obama's policies have significantly…"),
-    ("Netflix is the key entity in the commu,", 40, "Netflix is the key entity in the…"),  # a word ended early
-    ("", 2, ""),
-    ("as well as the Affordable Cæ", 28, "as well as the Affordable…"),
-    ("Iraq is a country with a history of conflict and violence, and its troops have a", 80,
-     "Iraq is a country with a history of conflict and violence…"),
-    ("Libya is a country of many people. It signed treaties with the European Union and the Arab League. "
-     "The country has a strong and", 128,
-     "Libya is a country of many people. It signed treaties with the European Union and the Arab League."),
-])
+@pytest.mark.parametrize(
+    "text, bound, expected",
+    [
+        ("Short and whole.", 80, "Short and whole."),
+        (
+            "Longer than its bound, so no grammar cut it, and it is left",
+            20,
+            "Longer than its bound, so no grammar cut it, and it is left",
+        ),
+        ("Obama's policies have significantly impacted,", 45, "Obama's policies have significantly…"),
+        ("Netflix is the key entity in the commu,", 40, "Netflix is the key entity in the…"),  # a word ended early
+        ("", 2, ""),
+        ("as well as the Affordable Cæ", 28, "as well as the Affordable…"),
+        (
+            "Iraq is a country with a history of conflict and violence, and its troops have a",
+            80,
+            "Iraq is a country with a history of conflict and violence…",
+        ),
+        (
+            "Libya is a country of many people. It signed treaties with the European Union and the Arab League. "
+            "The country has a strong and",
+            128,
+            "Libya is a country of many people. It signed treaties with the European Union and the Arab League.",
+        ),
+    ],
+)
 def test_a_string_stopped_at_its_bound_ends_at_a_boundary(text, bound, expected):
     assert bound - 2 <= len(text) <= bound or text == expected
     assert end_at_boundary(text, bound) == expected
@@ -534,8 +566,13 @@ def test_reports_strings_at_their_bounds_are_trimmed_the_rest_kept():
     schema = report_schema(300)
     props = schema["properties"]
     at_bound = ("words " * 100)[: props["summary"]["maxLength"]]  # ends mid-word: "... words word"
-    data = {"title": "Curie family", "summary": at_bound, "rating": 5.0, "rating_explanation": "Central.",
-            "findings": [{"summary": "Married in 1895.", "explanation": "They married in 1895, in Sceaux."}]}
+    data = {
+        "title": "Curie family",
+        "summary": at_bound,
+        "rating": 5.0,
+        "rating_explanation": "Central.",
+        "findings": [{"summary": "Married in 1895.", "explanation": "They married in 1895, in Sceaux."}],
+    }
     out = trim_to_bounds(data, schema)
     assert out["summary"].endswith("words…") and len(out["summary"]) < len(at_bound)
     assert {k: v for k, v in out.items() if k != "summary"} == {k: v for k, v in data.items() if k != "summary"}
@@ -546,10 +583,15 @@ def _text_report(summary: str, *findings: tuple[str, str]) -> Report:
 
 
 def test_report_text_holds_every_distinct_string_once():
-    r = _text_report("Obama led the Democrats.", ("Stimulus", "The stimulus ended the recession."),
-                     ("Dodd-Frank", "Dodd-Frank reformed finance."))
-    assert r.text() == ("# Obama's community\n\nObama led the Democrats.\n\n## Stimulus\n\n"
-                        "The stimulus ended the recession.\n\n## Dodd-Frank\n\nDodd-Frank reformed finance.")
+    r = _text_report(
+        "Obama led the Democrats.",
+        ("Stimulus", "The stimulus ended the recession."),
+        ("Dodd-Frank", "Dodd-Frank reformed finance."),
+    )
+    assert r.text() == (
+        "# Obama's community\n\nObama led the Democrats.\n\n## Stimulus\n\n"
+        "The stimulus ended the recession.\n\n## Dodd-Frank\n\nDodd-Frank reformed finance."
+    )
 
 
 def test_report_text_leaves_out_strings_another_one_already_holds():
@@ -561,8 +603,10 @@ def test_report_text_leaves_out_strings_another_one_already_holds():
         ("The United States is a location", "The United States is a location"),
         ("Stim", "A stimulus for every state."),
     )
-    assert r.text() == ("# Obama's community\n\nObama's economic stimulus package ended the Great Recession.\n\n"
-                        "The United States is a location\n\n## Stim\n\nA stimulus for every state.")
+    assert r.text() == (
+        "# Obama's community\n\nObama's economic stimulus package ended the Great Recession.\n\n"
+        "The United States is a location\n\n## Stim\n\nA stimulus for every state."
+    )
     assert r.text().count("The United States is a location") == 1
 
 
@@ -585,16 +629,19 @@ def test_a_context_with_sources_asks_for_grounded_findings():
     assert "the id of the Sources row that states it" in user and "an explanation grounded" not in user
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Obama was born in Hawaii. He studied law.", "Obama was born in Hawaii. He studied law."),
-    ("...senator from Illinois. Obama was born in Hawaii. He left for...", "Obama was born in Hawaii."),
-    ("...only a fragment here...", "only a fragment here"),
-    ("Obama was born in Hawaii. He left for... ...the next span.", "Obama was born in Hawaii."),
-    ("Obama was born\n\nin Hawaii.", "Obama was born in Hawaii."),
-    ("...cut. " + "word " * 100 + "end.", ("word " * 100)[:320].rsplit(" ", 1)[0] + "…"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Obama was born in Hawaii. He studied law.", "Obama was born in Hawaii. He studied law."),
+        ("...senator from Illinois. Obama was born in Hawaii. He left for...", "Obama was born in Hawaii."),
+        ("...only a fragment here...", "only a fragment here"),
+        ("Obama was born in Hawaii. He left for... ...the next span.", "Obama was born in Hawaii."),
+        ("Obama was born\n\nin Hawaii.", "Obama was born in Hawaii."),
+        ("...cut. " + "word " * 100 + "end.", ("word " * 100)[:320].rsplit(" ", 1)[0] + "…"),
+    ],
+)
 def test_a_finding_quotes_whole_sentences_of_its_row(text, expected):
-    from tiny_graphrag.reports import quote
+    from tiny_graphrag.reports.generate import quote
 
     assert quote(text) == expected.strip()
 
@@ -602,7 +649,7 @@ def test_a_finding_quotes_whole_sentences_of_its_row(text, expected):
 def test_grounded_findings_quote_the_rows_the_model_chose(graph_and_communities):
     """The explanation of a grounded finding is its row's own words, cited; a row chosen twice
     counts once, and a row the context did not hold (a backend ignoring the schema) is dropped."""
-    from tiny_graphrag.reports import generate_report, quote
+    from tiny_graphrag.reports.generate import generate_report, quote
 
     g, sources, comms = graph_and_communities
     leaf = next(c for c in comms if c.level == max(x.level for x in comms) and c.edges)
@@ -612,9 +659,17 @@ def test_grounded_findings_quote_the_rows_the_model_chose(graph_and_communities)
 
     def respond(messages, schema, max_tokens):
         assert schema["properties"]["findings"]["items"]["properties"]["source"]["enum"] == sorted(context.source_ids)
-        return {"findings": [{"source": sid, "summary": "Node ties"}, {"source": sid, "summary": "again"},
-                             {"source": 123456, "summary": "not shown"}],
-                "rating": 3, "rating_explanation": "Some.", "summary": "A summary.", "title": "Nodes"}
+        return {
+            "findings": [
+                {"source": sid, "summary": "Node ties"},
+                {"source": sid, "summary": "again"},
+                {"source": 123456, "summary": "not shown"},
+            ],
+            "rating": 3,
+            "rating_explanation": "Some.",
+            "summary": "A summary.",
+            "title": "Nodes",
+        }
 
     report = generate_report(leaf, context, FakeLLM(respond, n_ctx=4000), max_report_tokens=300)
     assert report.findings == (Finding("Node ties", f"{quote(shown)} [Data: Sources ({sid})]"),)

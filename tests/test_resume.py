@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from _fakes import KeywordExtractor
     from tiny_graphrag import build_index
-    from tiny_graphrag.cache import CallCache
+    from tiny_graphrag.index.cache import CallCache
     from tiny_graphrag.config import BuildConfig, ChunkingConfig, CommunityConfig
     from _fakes import FakeLLM
 
@@ -54,8 +54,9 @@ def _llm_entries(cache: Path) -> int:
 
 
 def _run(script: Path, out: Path, cache: Path, delay: float) -> str:
-    proc = subprocess.run([sys.executable, str(script), str(out), str(cache), str(delay)], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out), str(cache), str(delay)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -63,8 +64,9 @@ def _run(script: Path, out: Path, cache: Path, delay: float) -> str:
 def _kill_after_calls(script: Path, out: Path, cache: Path, delay: float, calls: int, timeout: float) -> int:
     """Start a build with `delay` seconds per model call, kill -9 it once `calls` calls are
     cached (or at `timeout`); the cached calls at the kill."""
-    proc = subprocess.Popen([sys.executable, str(script), str(out), str(cache), str(delay)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(out), str(cache), str(delay)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     deadline = time.time() + timeout
     while _llm_entries(cache) < calls and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)

@@ -26,9 +26,15 @@ relation_types:
 @pytest.mark.parametrize("suffix, text", [(".toml", TOML), (".yaml", YAML), (".json", None)])
 def test_schema_files(tmp_path, suffix, text):
     if text is None:
-        text = json.dumps({"entity_types": ["Person", "Organization"],
-                           "relation_types": {"works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
-                                              "related to": {}}})
+        text = json.dumps(
+            {
+                "entity_types": ["Person", "Organization"],
+                "relation_types": {
+                    "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
+                    "related to": {},
+                },
+            }
+        )
     p = tmp_path / f"schema{suffix}"
     p.write_text(text, encoding="utf-8")
     s = Schema.from_file(p)
@@ -59,7 +65,10 @@ def test_yaml_schema_without_pyyaml_names_the_extra(tmp_path, monkeypatch):
         ({"entity_types": ["Person", ""]}, "non-empty"),
         ({"entity_types": ["Person", "person"]}, "duplicate"),
         ({"entity_types": "Person"}, "must be a list"),
-        ({"entity_types": ["Person"], "relation_types": {"knows": {"allowed_head": ["Persn"]}}}, "not declared entity types"),
+        (
+            {"entity_types": ["Person"], "relation_types": {"knows": {"allowed_head": ["Persn"]}}},
+            "not declared entity types",
+        ),
         ({"entity_types": ["Person"], "relation_types": {"knows": {"allowed_heads": ["Person"]}}}, "unknown key"),
         ({"entity_types": ["Person"], "relation_types": {"knows": {"allowed_head": "Person"}}}, "must be a list"),
         ({"entity_types": ["Person"], "relation_types": 3}, "must be a list of labels or a mapping"),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from test_search_fixtures import DOCS, ENTITIES, RELATIONS, _chunks, _graph
 
-from tiny_graphrag.records import Chunk, Finding, Report
+from tiny_graphrag.index.graph import normalize_name
+from tiny_graphrag.records import Chunk, Document, Finding, Report, content_id
 from tiny_graphrag.search.config import LocalConfig
 from tiny_graphrag.search.context import (
     KeyPoint,
@@ -17,10 +19,6 @@ from tiny_graphrag.search.context import (
     pack_table,
 )
 from tiny_graphrag.search.tokens import approximate_tokens
-
-from test_search_fixtures import ENTITIES, RELATIONS, _graph, _chunks, DOCS
-from tiny_graphrag.graph import normalize_name
-from tiny_graphrag.records import Document, content_id
 
 
 def words(text: str) -> int:
@@ -45,8 +43,15 @@ COUNTERS = [words, approximate_tokens, lines_cost_more, more_than_its_parts]
 
 
 def _report(i: int, n_words: int = 30) -> Report:
-    return Report(f"c{i}", 0, f"Title {i}", " ".join(f"w{i}x{j}" for j in range(n_words)), 5.0, "why",
-                  (Finding("f", "explained"),))
+    return Report(
+        f"c{i}",
+        0,
+        f"Title {i}",
+        " ".join(f"w{i}x{j}" for j in range(n_words)),
+        5.0,
+        "why",
+        (Finding("f", "explained"),),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +82,17 @@ def test_local_context_respects_budget_and_shares(small_graph, count, budget, sh
     keys = [normalize_name(n) for n in ENTITIES]
     edges = [(normalize_name(h), normalize_name(t), label) for h, t, label, _ in RELATIONS]
     sid_of = {c.id: i + 1 for i, c in enumerate(chunks)}
-    built = build_local_context(graph=graph, entities=keys, relationships=edges, reports=reports, chunks=chunks,
-                                sid_of=sid_of, budget=budget, config=cfg, count=count)
+    built = build_local_context(
+        graph=graph,
+        entities=keys,
+        relationships=edges,
+        reports=reports,
+        chunks=chunks,
+        sid_of=sid_of,
+        budget=budget,
+        config=cfg,
+        count=count,
+    )
     assert built.tokens == count(built.text) <= budget
     limits = local_budgets(budget, cfg)
     assert built.section_tokens["reports"] <= limits["reports"]
@@ -175,8 +189,17 @@ def test_local_context_puts_text_first_and_omits_cooccurrence_rows(small_graph, 
     keys = [normalize_name(n) for n in ENTITIES]
     edges = [(normalize_name(h), normalize_name(t), label) for h, t, label, _ in RELATIONS]
     sid_of = {c.id: i + 1 for i, c in enumerate(chunks)}
-    common = dict(graph=graph, entities=keys, relationships=edges, reports=[(i, _report(i)) for i in range(3)],
-                  chunks=chunks, sid_of=sid_of, budget=budget, config=LocalConfig(), count=count)
+    common = dict(
+        graph=graph,
+        entities=keys,
+        relationships=edges,
+        reports=[(i, _report(i)) for i in range(3)],
+        chunks=chunks,
+        sid_of=sid_of,
+        budget=budget,
+        config=LocalConfig(),
+        count=count,
+    )
     built = build_local_context(**common)
     omitted = build_local_context(**common, omit_relations={"located in"})
     for b in (built, omitted):
@@ -197,8 +220,16 @@ def test_local_context_without_the_entity_table(small_graph, count):
     keys = [normalize_name(n) for n in ENTITIES]
     edges = [(normalize_name(h), normalize_name(t), label) for h, t, label, _ in RELATIONS]
     sid_of = {c.id: i + 1 for i, c in enumerate(chunks)}
-    common = dict(graph=graph, entities=keys, relationships=edges, reports=[], chunks=chunks, sid_of=sid_of,
-                  budget=2000, count=count)
+    common = dict(
+        graph=graph,
+        entities=keys,
+        relationships=edges,
+        reports=[],
+        chunks=chunks,
+        sid_of=sid_of,
+        budget=2000,
+        count=count,
+    )
     shown = build_local_context(**common, config=LocalConfig(entity_table=True))
     hidden = build_local_context(**common, config=LocalConfig(entity_table=False))
     assert "-----Entities-----" in shown.text and shown.sources.entities

@@ -8,24 +8,23 @@ import re
 import shutil
 
 import pytest
+from _fakes import FakeLLM
+from test_search_fixtures import build_test_index, points_json
 
+from tiny_graphrag.citations import parse_citations, unresolved
 from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.errors import IndexFormatError, InputError, ModelNotFoundError, TinyGraphRAGError
-from _fakes import FakeLLM
-from tiny_graphrag.citations import parse_citations, unresolved
-from tiny_graphrag.search.config import LocalConfig, GlobalConfig, SearchConfig
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.search.config import GlobalConfig, LocalConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine
 from tiny_graphrag.search.global_search import INVALID_MAP_ANSWER
 from tiny_graphrag.search.prompts import NO_DATA_ANSWER
 from tiny_graphrag.search.result import SearchResult, StreamingResult, Usage
-from tiny_graphrag.store import IndexStore
-
-from test_search_fixtures import build_test_index, points_json
 
 
 @pytest.fixture(scope="module")
 def embedder():
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
 
     return Embedder("all-MiniLM-L6-v2", device="cpu")
 
@@ -60,7 +59,9 @@ def citing_responder(messages, schema, max_tokens):
     if schema is not None:  # map step: the batch's first finding helps, its last does not
         ids = schema["properties"]["points"]["items"]["properties"]["finding"]["enum"]
         assert ids == _finding_ids(messages)  # the schema names exactly the findings shown
-        return json.dumps({"points": [{"finding": ids[0], "score": 60}] + [{"finding": i, "score": 0} for i in ids[1:2]]})
+        return json.dumps(
+            {"points": [{"finding": ids[0], "score": 60}] + [{"finding": i, "score": 0} for i in ids[1:2]]}
+        )
     text = messages[-1]["content"]
     if "Analyst point" in text:
         rids = [int(x) for x in re.findall(r"Reports \((\d+)", text)] or [999]  # only uncited points kept
@@ -178,8 +179,9 @@ def test_map_points_rank_by_the_report_they_came_from(index, embedder, grounded)
             return points_json(*(pairs or [("nothing here", 0)]))
         return "Cambridge [Data: Reports (0)]."
 
-    with QueryEngine(index, llm=FakeLLM(responder, n_ctx=4096), embedder=embedder,
-                     config=SearchConfig(global_=cfg)) as qe:
+    with QueryEngine(
+        index, llm=FakeLLM(responder, n_ctx=4096), embedder=embedder, config=SearchConfig(global_=cfg)
+    ) as qe:
         ids.update(turing=_report_id(qe, "Turing", 0), eiffel=_report_id(qe, "The Eiffel", 0))
         r = qe.global_search("Where did Alan Turing study?", level=0)
     reduced = r.details["reduce_context"]
@@ -195,11 +197,14 @@ def test_map_points_rank_by_the_report_they_came_from(index, embedder, grounded)
         assert "Eiffel" in reduced and "Turing studied" not in reduced
 
 
-@pytest.mark.parametrize("reduce_answer, cited", [
-    ("Turing studied at Cambridge.", True),  # no citation: the points' reports are cited, with a note
-    ("Cambridge [Data: Reports (REPORT)].", False),  # the model's own citation stands
-    ("The context does not say.", False),  # nothing to attribute
-])
+@pytest.mark.parametrize(
+    "reduce_answer, cited",
+    [
+        ("Turing studied at Cambridge.", True),  # no citation: the points' reports are cited, with a note
+        ("Cambridge [Data: Reports (REPORT)].", False),  # the model's own citation stands
+        ("The context does not say.", False),  # nothing to attribute
+    ],
+)
 def test_an_uncited_global_answer_cites_the_reports_of_its_points(index, embedder, reduce_answer, cited):
     ids: dict[str, int] = {}
 
@@ -237,8 +242,12 @@ def test_the_reduce_may_decline_only_under_graphrags_ranking(index, embedder, we
         prompts.append(messages[-1]["content"])
         return "Cambridge."
 
-    with QueryEngine(index, llm=FakeLLM(responder, n_ctx=4096), embedder=embedder,
-                     config=SearchConfig(global_=GlobalConfig(relevance_weight=weight))) as qe:
+    with QueryEngine(
+        index,
+        llm=FakeLLM(responder, n_ctx=4096),
+        embedder=embedder,
+        config=SearchConfig(global_=GlobalConfig(relevance_weight=weight)),
+    ) as qe:
         ids.update(turing=_report_id(qe, "Turing", 0))
         r = qe.global_search("Where did Alan Turing study?", level=0)
     assert "Turing studied" in r.details["reduce_context"]
@@ -250,8 +259,12 @@ def test_grounding_ranks_every_finding_of_the_mapped_reports_and_needs_no_report
     """A finding the map model did not choose is a candidate too (vote 0): grounded, the one
     nearest the question reaches the reduce whatever the model chose; report vectors are only for
     the pre-filter."""
-    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder,
-                     config=SearchConfig(global_=GlobalConfig(map_chunk_tokens=120))) as qe:
+    with QueryEngine(
+        index,
+        llm=FakeLLM(citing_responder, n_ctx=4096),
+        embedder=embedder,
+        config=SearchConfig(global_=GlobalConfig(map_chunk_tokens=120)),
+    ) as qe:
         qe.globals.vectors = None  # an index whose report vectors are gone
         r = qe.global_search("Where did Alan Turing study?", level=1)
         shown = {f for b in r.details["map_contexts"] for f in b.splitlines()[2:]}
@@ -274,23 +287,33 @@ def test_global_default_level_and_prefilter(index, embedder):
     with QueryEngine(index, llm=FakeLLM(citing_responder), embedder=embedder, config=cfg) as qe:
         r = qe.global_search("Grace Hopper and the Navy", level=1)
         assert r.details["reports_mapped"] == 2
-        assert r.details["map_calls_saved_by_prefilter"] == r.details["map_chunks_without_prefilter"] - r.details["map_chunks"] > 0
+        assert (
+            r.details["map_calls_saved_by_prefilter"]
+            == r.details["map_chunks_without_prefilter"] - r.details["map_chunks"]
+            > 0
+        )
         assert any("Hopper" in rep.title for rep in r.sources.reports)
         assert r.llm_calls == r.details["map_chunks"] + 1
 
 
-@pytest.mark.parametrize("question, answered", [("Where did Alan Turing study?", True),
-                                                ("What is the boiling point of mercury?", False)])
+@pytest.mark.parametrize(
+    "question, answered", [("Where did Alan Turing study?", True), ("What is the boiling point of mercury?", False)]
+)
 def test_global_invalid_map_json_degrades_to_score_zero(index, embedder, question, answered):
     """GraphRAG's ranking: nothing helpful, so no reduce call. Grounded, a finding near the
     question still reaches the reduce; with nothing near it (and no vote) no reduce either."""
+
     def broken(messages, schema, max_tokens):
         if schema is not None:
             return "this is {not json"
         return "Cambridge."
 
-    with QueryEngine(index, llm=FakeLLM(broken), embedder=embedder,
-                     config=SearchConfig(global_=GlobalConfig(relevance_weight=0.0, point_cutoff=0.0))) as qe:
+    with QueryEngine(
+        index,
+        llm=FakeLLM(broken),
+        embedder=embedder,
+        config=SearchConfig(global_=GlobalConfig(relevance_weight=0.0, point_cutoff=0.0)),
+    ) as qe:
         r = qe.global_search(question, level=0)
     assert r.details["invalid_map_answers"] == r.details["map_chunks"]
     assert all(p["score"] == 0 and p["description"] == INVALID_MAP_ANSWER for p in r.details["points"])
@@ -422,9 +445,24 @@ def test_index_without_reports_needs_no_llm_for_contexts(tmp_path, embedder):
 
 
 # ---- usage per category ---------------------------------------------------------------------------
-OLD_KEYS = {"mode", "query", "answer", "context", "sources", "llm_calls", "prompt_tokens", "completion_tokens",
-            "context_tokens", "token_counter", "seconds", "notes", "details", "invalid_citations", "cache_hits",
-            "documents"}
+OLD_KEYS = {
+    "mode",
+    "query",
+    "answer",
+    "context",
+    "sources",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "context_tokens",
+    "token_counter",
+    "seconds",
+    "notes",
+    "details",
+    "invalid_citations",
+    "cache_hits",
+    "documents",
+}
 
 
 def _totals(r) -> Usage:
@@ -439,9 +477,12 @@ def test_usage_per_category(index, embedder):
         assert set(g.usage) == {"map", "reduce"}
         assert g.usage["map"].llm_calls == g.details["map_chunks"] > 1 and g.usage["reduce"].llm_calls == 1
         reduce_request, map_requests = llm.requests[-1], llm.requests[:-1]
-        assert g.usage["reduce"].prompt_tokens == sum(llm.count_tokens(m["content"]) for m in reduce_request["messages"])
+        assert g.usage["reduce"].prompt_tokens == sum(
+            llm.count_tokens(m["content"]) for m in reduce_request["messages"]
+        )
         assert g.usage["map"].prompt_tokens == sum(
-            llm.count_tokens(m["content"]) for req in map_requests for m in req["messages"])
+            llm.count_tokens(m["content"]) for req in map_requests for m in req["messages"]
+        )
         local = qe.local_search("Who worked with Charles Babbage?")
         assert set(local.usage) == {"answer"} and local.usage["answer"] == _totals(local)
         again = qe.local_search("Who worked with Charles Babbage?")  # the same call: from the cache

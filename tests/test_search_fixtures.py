@@ -13,10 +13,10 @@ from pathlib import Path
 
 import networkx as nx
 
-from tiny_graphrag.chunking import count_tokens
-from tiny_graphrag.graph import assign_hids, normalize_name
+from tiny_graphrag.build.chunking import count_tokens
+from tiny_graphrag.index.graph import assign_hids, normalize_name
+from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.records import Chunk, Community, Document, Finding, Report, content_id
-from tiny_graphrag.store import IndexStore
 
 DOCS = {
     "computing": (
@@ -32,12 +32,10 @@ DOCS = {
         "The codebreakers at Bletchley Park included Joan Clarke, who worked closely with Turing."
     ),
     "hopper": (
-        "Grace Hopper served in the United States Navy. "
-        "Hopper developed the A-0 compiler, one of the first compilers."
+        "Grace Hopper served in the United States Navy. Hopper developed the A-0 compiler, one of the first compilers."
     ),
     "paris": (
-        "The Eiffel Tower is located in Paris. "
-        "The company of Gustave Eiffel built the tower for the 1889 World's Fair."
+        "The Eiffel Tower is located in Paris. The company of Gustave Eiffel built the tower for the 1889 World's Fair."
     ),
     "plants": "Photosynthesis converts light energy into chemical energy in green plants.",
 }
@@ -109,7 +107,9 @@ def _chunks(doc: Document) -> list[Chunk]:
         start = m.start() + (len(m.group(0)) - len(m.group(0).lstrip()))
         text = doc.text[start : m.end()]
         if text.strip():
-            out.append(Chunk(content_id("chunk", doc.id, i), doc.id, len(out), text, start, m.end(), count_tokens(text)))
+            out.append(
+                Chunk(content_id("chunk", doc.id, i), doc.id, len(out), text, start, m.end(), count_tokens(text))
+            )
     return out
 
 
@@ -126,8 +126,16 @@ def _graph(docs: list[Document], chunks: list[Chunk]) -> nx.MultiDiGraph:
 
     for name, (etype, aliases) in ENTITIES.items():
         prov = spans([name] + aliases)
-        g.add_node(normalize_name(name), name=name, type=etype, type_votes={etype: len(prov)}, type_conflict=False,
-                   mentions=len(prov), provenance=prov, aliases=[name] + aliases)
+        g.add_node(
+            normalize_name(name),
+            name=name,
+            type=etype,
+            type_votes={etype: len(prov)},
+            type_conflict=False,
+            mentions=len(prov),
+            provenance=prov,
+            aliases=[name] + aliases,
+        )
     for head, tail, label, weight in RELATIONS:
         h, t = normalize_name(head), normalize_name(tail)
         prov = g.nodes[h]["provenance"][:1]
@@ -166,13 +174,24 @@ def _reports(g: nx.MultiDiGraph, communities: list[Community], sid_of: dict[str,
         hids = ", ".join(str(g.nodes[n]["hid"]) for n in c.nodes[:3])
         sid = sid_of[first["provenance"][0][1]]
         findings = tuple(
-            Finding(f"{g.nodes[u]['name']} {k} {g.nodes[v]['name']}",
-                    f"The data says {g.nodes[u]['name']} {k} {g.nodes[v]['name']}. "
-                    f"[Data: Relationships ({g.edges[u, v, k]['hid']}); Sources ({sid})]")
+            Finding(
+                f"{g.nodes[u]['name']} {k} {g.nodes[v]['name']}",
+                f"The data says {g.nodes[u]['name']} {k} {g.nodes[v]['name']}. "
+                f"[Data: Relationships ({g.edges[u, v, k]['hid']}); Sources ({sid})]",
+            )
             for u, v, k in c.edges[:3]
         )
-        reports.append(Report(c.id, c.level, title, f"This community links {names}. [Data: Entities ({hids})]",
-                              7.0 - c.level, "Central to the documents.", findings))
+        reports.append(
+            Report(
+                c.id,
+                c.level,
+                title,
+                f"This community links {names}. [Data: Entities ({hids})]",
+                7.0 - c.level,
+                "Central to the documents.",
+                findings,
+            )
+        )
     return reports
 
 
@@ -188,7 +207,7 @@ def build_test_index(path: Path, embedder, *, with_reports: bool = True) -> Path
     store.save_graph(g)
     store.save_communities(communities)
     store.save_reports(reports)
-    from tiny_graphrag.build import entity_text
+    from tiny_graphrag.build.pipeline import entity_text
 
     keys = list(g.nodes)
     store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([c.text for c in chunks]))

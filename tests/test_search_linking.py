@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_search_fixtures import DOCS, ENTITIES, _chunks, _graph
 
+from tiny_graphrag.records import Document, content_id
 from tiny_graphrag.search.graph_index import GraphIndex
 from tiny_graphrag.search.linking import EntityLinker
 from tiny_graphrag.search.vectors import VectorIndex
-
-from test_search_fixtures import DOCS, ENTITIES, _chunks, _graph
-from tiny_graphrag.records import Document, content_id
 
 
 @pytest.fixture(scope="module")
@@ -21,14 +20,14 @@ def graph():
 
 @pytest.fixture(scope="module")
 def embedder():
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
 
     return Embedder("all-MiniLM-L6-v2", device="cpu")
 
 
 @pytest.fixture(scope="module")
 def linker(graph, embedder):
-    from tiny_graphrag.build import entity_text
+    from tiny_graphrag.build.pipeline import entity_text
 
     keys = list(graph.nodes)
     return EntityLinker(graph, VectorIndex(keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys])))

@@ -7,20 +7,19 @@ JSON-constrained map answers parsed (or degraded to score 0), and citations that
 from __future__ import annotations
 
 import pytest
+from test_search_fixtures import build_test_index
 
-from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.citations import parse_citations, unresolved
+from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.search.config import GlobalConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine
-
-from test_search_fixtures import build_test_index
 
 N_CTX = 2048
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory, smollm_path):
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
 
     embedder = Embedder("all-MiniLM-L6-v2", device="cpu")
     index = build_test_index(tmp_path_factory.mktemp("llama") / "idx", embedder)
@@ -72,7 +71,7 @@ def test_stream_with_llama_cpp(engine):
 
 def test_change_llm_settings_before_the_model_loads(tmp_path, smollm_path):
     """The CLI's --llm/--n-ctx: the index's settings, changed, applied when the model loads."""
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
 
     index = build_test_index(tmp_path / "idx", Embedder("all-MiniLM-L6-v2", device="cpu"))
     with QueryEngine(index) as qe:

@@ -7,7 +7,7 @@ import random
 import networkx as nx
 import pytest
 
-from tiny_graphrag.graph import assign_hids
+from tiny_graphrag.index.graph import assign_hids
 from tiny_graphrag.search.graph_index import GraphIndex
 from tiny_graphrag.search.local import LocalRetriever
 
@@ -24,8 +24,12 @@ def reference_order(g: nx.MultiDiGraph, keys: list[str]) -> list[tuple]:
 
     def rank(e):
         d = edges[e]
-        return (not (e[0] in selected and e[1] in selected), -d.get("weight", 1.0),
-                -(g.degree(e[0]) + g.degree(e[1])), d["hid"])
+        return (
+            not (e[0] in selected and e[1] in selected),
+            -d.get("weight", 1.0),
+            -(g.degree(e[0]) + g.degree(e[1])),
+            d["hid"],
+        )
 
     return sorted(edges, key=rank)
 

@@ -7,12 +7,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_search_fixtures import build_test_index
 
 from tiny_graphrag.search.config import FusionConfig, LocalConfig
 from tiny_graphrag.search.engine import QueryEngine
 from tiny_graphrag.search.fusion import score_fusion
-
-from test_search_fixtures import build_test_index
 
 
 # ---- score fusion (own logic: no index needed) -----------------------------------------------
@@ -49,7 +48,7 @@ def test_bad_settings_name_the_field():
 # ---- on the hand-made index ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
 
     embedder = Embedder("all-MiniLM-L6-v2", device="cpu")
     qe = QueryEngine(build_test_index(tmp_path_factory.mktemp("retrieval") / "idx", embedder), embedder=embedder)
@@ -93,9 +92,18 @@ def test_a_dominant_text_prior_gives_the_text_order(engine):
     assert [c for c, _ in walk.chunks][: len(walk.graph_chunks)] == [c for c, _ in walk.graph_chunks]
 
 
-@pytest.mark.parametrize("query", [
-    "the of and", "?!", "...", '"NEAR( AND OR *', "NOT -x:y ^", "col:umn {a b}", "what is it?",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "the of and",
+        "?!",
+        "...",
+        '"NEAR( AND OR *',
+        "NOT -x:y ^",
+        "col:umn {a b}",
+        "what is it?",
+    ],
+)
 def test_queries_the_keyword_index_cannot_use_never_raise(engine, query):
     v = engine.embed_query(query)
     ranked = engine.hybrid.rank(query, v)
@@ -132,12 +140,15 @@ def test_the_tuning_bench_picks_the_fusion_with_the_best_worst_margin():
     assert margin(chosen) >= margin(FusionConfig(method="rrf", k=60, flat_keyword_backoff=None))
 
 
-@pytest.mark.parametrize("top,fifth,backoff,want", [
-    (10.0, 10.0, 2.0, 0.0),   # flat: the best is no better than the fifth
-    (12.0, 10.0, 2.0, 0.1),   # 1.2x: a tenth of the weight at backoff 2
-    (30.0, 10.0, 2.0, 1.0),   # 3x: the full weight
-    (50.0, 10.0, 2.0, 1.0),   # capped at 1
-])
+@pytest.mark.parametrize(
+    "top,fifth,backoff,want",
+    [
+        (10.0, 10.0, 2.0, 0.0),  # flat: the best is no better than the fifth
+        (12.0, 10.0, 2.0, 0.1),  # 1.2x: a tenth of the weight at backoff 2
+        (30.0, 10.0, 2.0, 1.0),  # 3x: the full weight
+        (50.0, 10.0, 2.0, 1.0),  # capped at 1
+    ],
+)
 def test_a_flat_keyword_ranking_backs_off_to_dense(top, fifth, backoff, want):
     from tiny_graphrag.search.fusion import peak_weight
 

@@ -5,13 +5,13 @@ import json
 import numpy as np
 import pytest
 
-from tiny_graphrag.chunking import chunk_documents
+from tiny_graphrag.build.chunking import chunk_documents
+from tiny_graphrag.build.documents import load_documents
 from tiny_graphrag.config import ChunkingConfig
-from tiny_graphrag.documents import load_documents
 from tiny_graphrag.errors import IndexFormatError
+from tiny_graphrag.index.placement import publish, staging_dir
+from tiny_graphrag.index.store import MANIFEST, IndexStore
 from tiny_graphrag.records import Community, Finding, Report, short_ids
-from tiny_graphrag.placement import publish, staging_dir
-from tiny_graphrag.store import MANIFEST, IndexStore
 
 TEXTS = [
     "Barack Obama studied law at Harvard Law School. He taught constitutional law in Chicago.",
@@ -27,9 +27,17 @@ def _make(tmp_path, name="idx"):
     store.add_documents(docs)
     store.add_chunks(chunks)
     store.save_vectors("chunks", [c.id for c in chunks], np.eye(len(chunks), 4, dtype=np.float32))
-    com = Community(id="com-1", level=0, nodes=("obama", "harvard"), children=("com-2",), edges=(("obama", "harvard", "educated at"),))
+    com = Community(
+        id="com-1",
+        level=0,
+        nodes=("obama", "harvard"),
+        children=("com-2",),
+        edges=(("obama", "harvard", "educated at"),),
+    )
     store.save_communities([com])
-    rep = Report("com-1", 0, "Obama and Harvard", "Summary.", 7.5, "Important.", (Finding("f", "e [Data: Sources (1)]"),))
+    rep = Report(
+        "com-1", 0, "Obama and Harvard", "Summary.", 7.5, "Important.", (Finding("f", "e [Data: Sources (1)]"),)
+    )
     store.save_reports([rep])
     store.write_manifest({"library_version": "test"})
     store.close()
@@ -60,16 +68,19 @@ def test_keyword_search_ranks_and_stems(tmp_path):
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
     assert store.keyword_search("") == [] and store.keyword_search("?!") == []
     # FTS5 operators and quotes in a query are matched as words, never parsed as syntax
-    assert store.keyword_search('"Harvard AND OR NEAR(') and store.keyword_search("NOT")  == []
+    assert store.keyword_search('"Harvard AND OR NEAR(') and store.keyword_search("NOT") == []
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("no_dir", "no index at"),
-    ("no_manifest", "did not finish"),
-    ("bad_version", "format version"),
-    ("corrupt_manifest", "corrupt"),
-    ("missing_file", "is missing"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("no_dir", "no index at"),
+        ("no_manifest", "did not finish"),
+        ("bad_version", "format version"),
+        ("corrupt_manifest", "corrupt"),
+        ("missing_file", "is missing"),
+    ],
+)
 def test_open_refuses_bad_indexes(tmp_path, damage, message):
     _make(tmp_path)
     path = tmp_path / "idx"

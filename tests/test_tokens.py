@@ -18,15 +18,14 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tiny_graphrag"
 
 SNIPPETS = {
     "prose": "Ada Lovelace worked with Charles Babbage on the Analytical Engine, which Babbage designed in London. "
-             "Her notes describe an algorithm for computing Bernoulli numbers.",
-    "numbers": "Born 4 August 1961; elected 2008 with 69,498,516 votes (52.9%). "
-               "Call +1 (202) 456-1111 on 2024-05-01.",
+    "Her notes describe an algorithm for computing Bernoulli numbers.",
+    "numbers": "Born 4 August 1961; elected 2008 with 69,498,516 votes (52.9%). Call +1 (202) 456-1111 on 2024-05-01.",
     "code": "def fit_text(text: str, budget: int, count) -> str:\n    if count(text) <= budget:\n        return text\n"
-            "    words = text.split(\" \")\n    lo, hi = 0, len(words)\n",
+    '    words = text.split(" ")\n    lo, hi = 0, len(words)\n',
     "chinese": "朱元璋，字国瑞，原名重八，濠州钟离人，明朝开国皇帝，一三六八年至一三九八年在位，年号洪武。",
     "punctuation": "Wait... what?! (Yes -- really.) \"Quoted\", 'single'; a/b | c & d -- e.g., i.e., etc. #tag @user",
     "table": "-----Entities-----\nid|entity|type|description|mentions\n0|Ada Lovelace|Person||2\n"
-             "1|Charles Babbage|Person|also called Babbage|3\n2|Analytical Engine|Product||2\n",
+    "1|Charles Babbage|Person|also called Babbage|3\n2|Analytical Engine|Product||2\n",
     "url": "See https://en.wikipedia.org/wiki/Alan_Turing?action=history&offset=20240501 for the page's history.",
     "indented": "  STAVE ONE\n\n    MARLEY'S GHOST\n\n      Marley was dead: to begin with.\n        There is no doubt",
 }
@@ -72,8 +71,9 @@ def test_never_below_the_gguf_tokenizer_on_corpus_paragraphs(gemma_tokens):
     paragraphs = [p for f in sorted(CORPORA.glob("*.txt")) for p in f.read_text(encoding="utf-8").split("\n\n")]
     checked = [p for p in paragraphs if gemma_tokens(p) >= 20]
     assert len(checked) > 100
-    under = [(approximate_tokens(p), gemma_tokens(p), p[:60]) for p in checked
-             if approximate_tokens(p) < gemma_tokens(p)]
+    under = [
+        (approximate_tokens(p), gemma_tokens(p), p[:60]) for p in checked if approximate_tokens(p) < gemma_tokens(p)
+    ]
     assert under == []
 
 

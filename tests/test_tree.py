@@ -12,11 +12,11 @@ import pytest
 from _fakes import FakeLLM, KeywordExtractor
 
 from tiny_graphrag import QueryEngine, build_index
-from tiny_graphrag.cache import CallCache
+from tiny_graphrag.build.tree import summarize
+from tiny_graphrag.build.tree_cluster import cluster_layer
 from tiny_graphrag.config import BuildConfig, ChunkingConfig, TreeConfig
 from tiny_graphrag.errors import InputError, MissingDependencyError
-from tiny_graphrag.tree import summarize
-from tiny_graphrag.tree_cluster import cluster_layer
+from tiny_graphrag.index.cache import CallCache
 
 CFG = TreeConfig(enabled=True)
 OBAMA = "../shared/data/corpora/barack_obama.txt"
@@ -24,7 +24,7 @@ OBAMA = "../shared/data/corpora/barack_obama.txt"
 
 @pytest.fixture(scope="module")
 def embedder():
-    from tiny_graphrag.embed import Embedder
+    from tiny_graphrag.backends.embed import Embedder
 
     return Embedder()
 
@@ -77,17 +77,34 @@ def test_missing_umap_gives_the_install_hint_before_extraction(tmp_path, embedde
     monkeypatch.setitem(sys.modules, "umap", None)  # as if umap-learn were not installed
     ex = KeywordExtractor()
     with pytest.raises(MissingDependencyError, match=r"pip install 'tiny-graphrag\[tree\]'"):
-        build_index(["Obama was born in Hawaii."], tmp_path / "g" / "idx", schema="general", extractor=ex,
-                    embedder=embedder, llm=FakeLLM(), config=BuildConfig(tree=CFG), progress=False)
+        build_index(
+            ["Obama was born in Hawaii."],
+            tmp_path / "g" / "idx",
+            schema="general",
+            extractor=ex,
+            embedder=embedder,
+            llm=FakeLLM(),
+            config=BuildConfig(tree=CFG),
+            progress=False,
+        )
     assert ex.chunks_seen == 0 and not (tmp_path / "g" / "idx").exists()
 
 
 def _build(tmp_path, embedder, texts, name="idx", tree=CFG, llm=None, **config):
-    llm = llm or FakeLLM(lambda m, s, n: "Summary: " + m[-1]["content"][70:160].strip() + ".",
-                         cache=CallCache(tmp_path / "cache.sqlite"))
+    llm = llm or FakeLLM(
+        lambda m, s, n: "Summary: " + m[-1]["content"][70:160].strip() + ".", cache=CallCache(tmp_path / "cache.sqlite")
+    )
     cfg = BuildConfig(tree=tree, reports=False, **config)
-    return build_index(texts, tmp_path / "g" / name, schema="general", extractor=KeywordExtractor(),
-                       embedder=embedder, llm=llm, config=cfg, progress=False), llm
+    return build_index(
+        texts,
+        tmp_path / "g" / name,
+        schema="general",
+        extractor=KeywordExtractor(),
+        embedder=embedder,
+        llm=llm,
+        config=cfg,
+        progress=False,
+    ), llm
 
 
 def test_one_chunk_corpus_has_no_summaries_and_tree_search_answers_from_the_chunk(tmp_path, embedder):
@@ -129,7 +146,7 @@ def test_tree_search_sources_resolve_summaries_to_the_chunks_they_cover(tmp_path
             sids = {c.id: c for c in res.sources.chunks}
             for rep in res.sources.reports:
                 covered = res.details["summaries"][rep.id]
-                assert covered and all(doc[sids[s].start:sids[s].end] == sids[s].text for s in covered)
+                assert covered and all(doc[sids[s].start : sids[s].end] == sids[s].text for s in covered)
             assert res.context_tokens <= res.details["budget"]
         collapsed = qe.tree_search("Where did Obama study law?", only_context=True)
         traversal = qe.tree_search("Where did Obama study law?", strategy="traversal", only_context=True)
@@ -159,7 +176,7 @@ def test_global_search_maps_the_tree_summaries_of_an_index_without_reports(tmp_p
         doc = qe.store.documents()[0].text
         covered = {c for n in nodes if n.id in {r.community_id for r in res.sources.reports} for c in n.chunks}
         assert {c.chunk_id for c in res.sources.chunks} == covered  # a summary resolves to the chunks it covers
-        assert all(doc[c.start:c.end] == c.text for c in res.sources.chunks)
+        assert all(doc[c.start : c.end] == c.text for c in res.sources.chunks)
         assert res.llm_calls == res.details["map_chunks"] + 1 and "Harvard" in res.answer
         root = qe.global_search("What is the article about?", level=0, only_context=True)
         assert {r.community_id for r in root.sources.reports} == {n.id for n in nodes if n.layer == top}
@@ -181,12 +198,14 @@ def test_global_search_over_a_tree_that_is_not_there_names_the_build_option(tmp_
 
 
 def test_cli_global_over_the_tree(tmp_path, embedder, capsys):
-    from tiny_graphrag.cli import main
+    from tiny_graphrag.cli.commands import main
 
     text = open(OBAMA, encoding="utf-8").read()[:6000]
     result, _ = _build(tmp_path, embedder, [text], chunking=ChunkingConfig(max_tokens=64, overlap_tokens=0))
-    assert main(["query", "global", "What is it about?", "--index", str(result.path), "--over", "tree",
-                 "--only-context"]) == 0
+    assert (
+        main(["query", "global", "What is it about?", "--index", str(result.path), "--over", "tree", "--only-context"])
+        == 0
+    )
     assert "summary of" in capsys.readouterr().out  # the tree's summaries were mapped
     assert main(["query", "local", "What is it about?", "--index", str(result.path), "--over", "tree"]) == 2
     assert "only for global search" in capsys.readouterr().err

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tiny_graphrag.citations import unresolved
-from tiny_graphrag.cli import main
+from tiny_graphrag.cli.commands import main
 from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.search.engine import QueryEngine
 
@@ -22,8 +22,22 @@ def built(tmp_path_factory, smollm_path):
     work = tmp_path_factory.mktemp("tree")
     doc = work / "obama.txt"
     doc.write_text(OBAMA.read_text(encoding="utf-8")[:7000], encoding="utf-8")
-    args = [str(doc), "--out", str(work / "graphs" / "obama"), "--extractor", "spacy", "--llm", str(smollm_path),
-            "--no-reports", "--tree", "--max-tokens", "64", "--overlap", "0", "--json"]
+    args = [
+        str(doc),
+        "--out",
+        str(work / "graphs" / "obama"),
+        "--extractor",
+        "spacy",
+        "--llm",
+        str(smollm_path),
+        "--no-reports",
+        "--tree",
+        "--max-tokens",
+        "64",
+        "--overlap",
+        "0",
+        "--json",
+    ]
     return work, doc, args
 
 
@@ -48,7 +62,7 @@ def test_build_info_query_and_rebuild_from_cache(built, capsys, smollm_path):
         assert res.mode == "tree" and res.usage["answer"].llm_calls + res.usage["answer"].cache_hits == 1
         assert unresolved(res.answer, res.sources) == {}
         text = doc.read_text(encoding="utf-8")
-        assert res.sources.chunks and all(text[c.start:c.end] == c.text for c in res.sources.chunks)
+        assert res.sources.chunks and all(text[c.start : c.end] == c.text for c in res.sources.chunks)
         covered = {s for ids in res.details["summaries"].values() for s in ids}
         assert covered <= {c.id for c in res.sources.chunks}  # every summary resolves to chunks shown
         before = [(n.id, n.children, n.text) for n in tree]
@@ -57,7 +71,9 @@ def test_build_info_query_and_rebuild_from_cache(built, capsys, smollm_path):
     assert capsys.readouterr().out.strip()
 
     second = _build(args, capsys)  # identical rebuild: the same tree, no model call
-    assert second["model_calls"]["tree_llm"] == 0 and second["model_calls"]["tree_llm_cached"] >= first[
-        "model_calls"]["tree_llm"]
+    assert (
+        second["model_calls"]["tree_llm"] == 0
+        and second["model_calls"]["tree_llm_cached"] >= first["model_calls"]["tree_llm"]
+    )
     with QueryEngine(out, llm=LLMConfig(model=str(smollm_path))) as qe:
         assert [(n.id, n.children, n.text) for n in qe.store.tree()] == before

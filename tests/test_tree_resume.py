@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from _fakes import KeywordExtractor, SlowLLM
     from tiny_graphrag import build_index
-    from tiny_graphrag.cache import CallCache
+    from tiny_graphrag.index.cache import CallCache
     from tiny_graphrag.config import BuildConfig, TreeConfig
 
     text = open({obama!r}, encoding="utf-8").read()[:30000]

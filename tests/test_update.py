@@ -18,24 +18,24 @@ import numpy as np
 import pytest
 
 from tiny_graphrag import build_index, load_index
-from tiny_graphrag.chunking import chunk_documents
-from tiny_graphrag.cli import main
+from tiny_graphrag.build.chunking import chunk_documents
+from tiny_graphrag.build.documents import read_document
+from tiny_graphrag.build.sync import plan
+from tiny_graphrag.cli.commands import main
 from tiny_graphrag.config import BuildConfig, ChunkingConfig, ExtractionConfig, LLMConfig
-from tiny_graphrag.documents import read_document
 from tiny_graphrag.errors import ConfigError, IndexFormatError, InputError, OutputError
-from tiny_graphrag.placement import MANIFEST
+from tiny_graphrag.index.placement import MANIFEST
+from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.records import Document
 from tiny_graphrag.search.engine import QueryEngine
-from tiny_graphrag.store import IndexStore
-from tiny_graphrag.sync import plan
 
 TEXTS = {
     "a.txt": "Barack Obama was born in Honolulu, Hawaii. Obama studied at Columbia University and Harvard Law "
-             "School. Michelle Obama grew up in Chicago, where Barack Obama taught law.\n",
+    "School. Michelle Obama grew up in Chicago, where Barack Obama taught law.\n",
     "b.txt": "Marie Curie was born in Warsaw, Poland. Marie Curie worked in Paris with Pierre Curie at the "
-             "University of Paris. Pierre Curie was born in Paris.\n",
+    "University of Paris. Pierre Curie was born in Paris.\n",
     "c.txt": "The Eiffel Tower stands in Paris, France. Gustave Eiffel designed the Eiffel Tower in Paris for the "
-             "1889 World's Fair.\n",
+    "1889 World's Fair.\n",
 }
 CHUNKING = ChunkingConfig(max_tokens=24, overlap_tokens=0)
 NO_REPORTS = BuildConfig(chunking=CHUNKING, extraction=ExtractionConfig(extractor="spacy"), reports=False)
@@ -43,8 +43,9 @@ NO_REPORTS = BuildConfig(chunking=CHUNKING, extraction=ExtractionConfig(extracto
 
 def _with_reports(smollm_path: Path) -> BuildConfig:
     # Small report budgets: each report is a real SmolLM2 call, and communities of 1-2 entities get none.
-    llm = LLMConfig(model=str(smollm_path), n_ctx=2048, max_report_tokens=160, report_context_tokens=500,
-                    report_min_size=3)
+    llm = LLMConfig(
+        model=str(smollm_path), n_ctx=2048, max_report_tokens=160, report_context_tokens=500, report_min_size=3
+    )
     return BuildConfig(chunking=CHUNKING, extraction=ExtractionConfig(extractor="spacy"), llm=llm)
 
 
@@ -83,9 +84,14 @@ def _state(path: Path) -> dict:
     store = IndexStore.open(path)
     g = store.graph()
     state = {
-        "documents": store.documents(), "chunks": store.chunks(), "sids": store.source_ids(),
-        "nodes": dict(g.nodes(data=True)), "edges": {(u, v, k): d for u, v, k, d in g.edges(keys=True, data=True)},
-        "graph": dict(g.graph), "communities": store.communities(), "reports": store.reports(),
+        "documents": store.documents(),
+        "chunks": store.chunks(),
+        "sids": store.source_ids(),
+        "nodes": dict(g.nodes(data=True)),
+        "edges": {(u, v, k): d for u, v, k, d in g.edges(keys=True, data=True)},
+        "graph": dict(g.graph),
+        "communities": store.communities(),
+        "reports": store.reports(),
         "vectors": {n: store.vectors(n) for n in ("chunks", "entities", "reports") if store.has_vectors(n)},
     }
     store.close()
@@ -102,8 +108,9 @@ def _assert_same_index(a: dict, b: dict) -> None:
         np.testing.assert_allclose(va[name][1], vb[name][1], atol=1e-5)
 
 
-def test_add_then_remove_equals_a_fresh_build_and_unchanged_reports_cost_no_call(base_reports, docs, tmp_path,
-                                                                                  smollm_path):
+def test_add_then_remove_equals_a_fresh_build_and_unchanged_reports_cost_no_call(
+    base_reports, docs, tmp_path, smollm_path
+):
     out = _copy(base_reports, tmp_path)
     before = IndexStore.open(out)
     old_reports = {r.community_id: r for r in before.reports()}
@@ -114,15 +121,20 @@ def test_add_then_remove_equals_a_fresh_build_and_unchanged_reports_cost_no_call
     added = index.add(docs / "c.txt")
     calls, changes = added.summary.model_calls, added.summary.changes
     new_chunks = chunk_documents([read_document(docs / "c.txt")], CHUNKING)
-    assert calls["extraction"] == len(new_chunks) and calls["extraction_cached"] == len(index.chunks()) - len(new_chunks)
+    assert calls["extraction"] == len(new_chunks) and calls["extraction_cached"] == len(index.chunks()) - len(
+        new_chunks
+    )
     assert calls["embedding_cached"] > 0 and changes["documents"] == {"added": 1, "removed": 0}
     assert changes["chunks"] == {"added": len(new_chunks), "removed": 0}
     # A community none of whose members c.txt mentions is the same request: its report is the old one,
     # answered by the cache (the first build's call), not by the model.
     c_id = read_document(docs / "c.txt").id
     graph = index.graph()
-    untouched = [c for c in index.communities() if c.id in old_reports
-                 and not any(p[0] == c_id for n in c.nodes for p in graph.nodes[n]["provenance"])]
+    untouched = [
+        c
+        for c in index.communities()
+        if c.id in old_reports and not any(p[0] == c_id for n in c.nodes for p in graph.nodes[n]["provenance"])
+    ]
     assert untouched, "the test documents should leave a community with a report untouched"
     assert calls["llm_cached"] >= len(untouched)
     reports = {r.community_id: r for r in index.reports()}
@@ -134,11 +146,13 @@ def test_add_then_remove_equals_a_fresh_build_and_unchanged_reports_cost_no_call
     assert removed.summary.model_calls["extraction"] == 0 and removed.summary.model_calls["embedding"] == 0
     assert removed.summary.changes["documents"] == {"added": 0, "removed": 1}
     assert removed.summary.changes["entities"]["removed"] > 0  # Obama's entities had no other mention
-    assert not any(p[0] == read_document(docs / "a.txt").id
-                   for _, d in index.graph().nodes(data=True) for p in d["provenance"])
+    assert not any(
+        p[0] == read_document(docs / "a.txt").id for _, d in index.graph().nodes(data=True) for p in d["provenance"]
+    )
 
-    fresh = build_index([docs / "b.txt", docs / "c.txt"], tmp_path / "fresh" / "idx",
-                        config=_with_reports(smollm_path), progress=False)
+    fresh = build_index(
+        [docs / "b.txt", docs / "c.txt"], tmp_path / "fresh" / "idx", config=_with_reports(smollm_path), progress=False
+    )
     assert fresh.summary.model_calls["extraction_cached"] == 0 and fresh.summary.model_calls["llm_cached"] == 0
     assert fresh.summary.reports > 0
     _assert_same_index(_state(out), _state(fresh.path))
@@ -149,7 +163,7 @@ KILL_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     from tiny_graphrag import load_index
-    from tiny_graphrag.cache import CallCache
+    from tiny_graphrag.index.cache import CallCache
 
     put = CallCache.put
     def put_then_die(self, key, value):
@@ -174,8 +188,9 @@ def test_kill_9_mid_add_keeps_the_old_index_and_the_rerun_repeats_no_call(base_p
     embedded = _cached_embeddings(cache)
     script = tmp_path / "add.py"
     script.write_text(KILL_SCRIPT)
-    proc = subprocess.run([sys.executable, str(script), str(out), str(docs / "c.txt")], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out), str(docs / "c.txt")], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert list(out.parent.glob(".idx.building-*")), "the kill should leave its staging folder"
     assert (out / MANIFEST).read_bytes() == manifest
@@ -203,9 +218,16 @@ def test_kill_9_mid_add_keeps_the_old_index_and_the_rerun_repeats_no_call(base_p
 def test_a_second_writer_fails_with_a_clear_message(base_plain, docs, tmp_path):
     out = _copy(base_plain, tmp_path)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\nfrom tiny_graphrag.placement import "
-         "index_lock\nwith index_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(120)",
-         str(out)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom pathlib import Path\nfrom tiny_graphrag.index.placement import "
+            "index_lock\nwith index_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(120)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         manifest = (out / MANIFEST).read_bytes()
@@ -224,13 +246,20 @@ def test_bad_updates_are_refused_and_change_nothing(base_plain, docs, tmp_path, 
     index = load_index(out)
     with pytest.raises(InputError, match="'nope.txt' is not a document of the index"):
         index.remove(["nope.txt"])
-    with caplog.at_level("INFO", logger="tiny_graphrag.update"):
+    with caplog.at_level("INFO", logger="tiny_graphrag.build.update"):
         noop = index.add([docs / "a.txt"])
     assert "already indexed" in caplog.text and noop.summary.changes["documents"] == {"added": 0, "removed": 0}
     with pytest.raises(ConfigError, match=r"config\.chunking\.max_tokens: index has 24, given 32.*--force"):
-        build_index([docs / "c.txt"], out, config=BuildConfig(
-            chunking=ChunkingConfig(max_tokens=32, overlap_tokens=0), extraction=ExtractionConfig(extractor="spacy"),
-            reports=False), progress=False)
+        build_index(
+            [docs / "c.txt"],
+            out,
+            config=BuildConfig(
+                chunking=ChunkingConfig(max_tokens=32, overlap_tokens=0),
+                extraction=ExtractionConfig(extractor="spacy"),
+                reports=False,
+            ),
+            progress=False,
+        )
     with pytest.raises(ConfigError, match="schema"):
         build_index([docs / "c.txt"], out, schema="biomedical", config=NO_REPORTS, progress=False)
     assert (out / MANIFEST).read_bytes() == manifest
@@ -279,8 +308,10 @@ def test_build_over_an_index_syncs_changed_files_and_sync_removes_missing(base_p
 
 
 def test_plan_keeps_order_replaces_changed_files_and_skips_known():
-    a, b, b2, c = (Document(i, t, s) for i, t, s in
-                   [("d-a", "A", "a.txt"), ("d-b", "B", "b.txt"), ("d-b2", "B2", "b.txt"), ("d-c", "C", "<text:0>")])
+    a, b, b2, c = (
+        Document(i, t, s)
+        for i, t, s in [("d-a", "A", "a.txt"), ("d-b", "B", "b.txt"), ("d-b2", "B2", "b.txt"), ("d-c", "C", "<text:0>")]
+    )
     p = plan([a, b], [b2, c, a], sync=False)
     assert [d.id for d in p.documents] == ["d-a", "d-b2", "d-c"] and p.removed == ("d-b",)
     assert p.added == ("d-b2", "d-c") and p.already_indexed == ("a.txt",)
@@ -294,11 +325,14 @@ def test_config_from_manifest_round_trips_every_section():
     import json
     from dataclasses import asdict
 
+    from tiny_graphrag.build.update import config_from_manifest
     from tiny_graphrag.config import BuildConfig, ChunkingConfig, CommunityConfig, TreeConfig
-    from tiny_graphrag.update import config_from_manifest
 
-    config = BuildConfig(chunking=ChunkingConfig(max_tokens=64, overlap_tokens=8),
-                         communities=CommunityConfig(max_cluster_size=7), tree=TreeConfig(enabled=True, seed=3))
+    config = BuildConfig(
+        chunking=ChunkingConfig(max_tokens=64, overlap_tokens=8),
+        communities=CommunityConfig(max_cluster_size=7),
+        tree=TreeConfig(enabled=True, seed=3),
+    )
     stored = json.loads(json.dumps(asdict(config)))  # as the manifest holds it
     assert config_from_manifest({"config": stored}) == config
     del stored["tree"]

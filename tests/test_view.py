@@ -12,21 +12,33 @@ import matplotlib.image
 import pytest
 from _names_index import build_names_index
 
-from tiny_graphrag.cli import main
+from tiny_graphrag.cli.commands import main
 from tiny_graphrag.errors import InputError, OutputError
-from tiny_graphrag.export_parquet import entity_description
-from tiny_graphrag.store import IndexStore
-from tiny_graphrag.view import view_data, write_view
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.outputs.parquet import entity_description
+from tiny_graphrag.outputs.view import view_data, write_view
 
 
 def _chromium(tmp_path, url: str, *args: str) -> subprocess.CompletedProcess:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
-        pytest.fail("Chromium is not installed: `bash scripts/setup.sh` installs it as root (apt-get install "
-                    "chromium); the view test needs a real browser")
+        pytest.fail(
+            "Chromium is not installed: `bash scripts/setup.sh` installs it as root (apt-get install "
+            "chromium); the view test needs a real browser"
+        )
     offline = ["--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND"]  # every request fails
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'chromium'}",
-           "--window-size=1400,900", "--virtual-time-budget=20000", *offline, *args, url]
+    cmd = [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+        "--window-size=1400,900",
+        "--virtual-time-budget=20000",
+        *offline,
+        *args,
+        url,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True)
 
 
@@ -60,8 +72,8 @@ def test_page_renders_offline_with_details_and_screenshot(index, tmp_path):
     _chromium(tmp_path, f"{page.as_uri()}#q={first['label']}", f"--screenshot={shot}")
     image = matplotlib.image.imread(shot)[..., :3]
     # Only the graph's canvas: the 360-px sidebar on the left has legend dots in the same colours.
-    image = image[:, int(370 * image.shape[1] / 1400):]
-    colour = [int(first["color"][i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    image = image[:, int(370 * image.shape[1] / 1400) :]
+    colour = [int(first["color"][i : i + 2], 16) / 255 for i in (1, 3, 5)]
     close = (abs(image - colour).max(axis=2) < 0.02).sum()
     assert close > 30, f"the screenshot {shot} shows no node in the colour {first['color']}"
 

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "build_index": "tiny_graphrag.build",
-    "BuildResult": "tiny_graphrag.build",
-    "load_index": "tiny_graphrag.update",
-    "Index": "tiny_graphrag.update",
-    "IndexStore": "tiny_graphrag.store",
+    "build_index": "tiny_graphrag.build.pipeline",
+    "BuildResult": "tiny_graphrag.build.pipeline",
+    "load_index": "tiny_graphrag.build.update",
+    "Index": "tiny_graphrag.build.update",
+    "IndexStore": "tiny_graphrag.index.store",
     "QueryEngine": "tiny_graphrag.search.engine",
     "Schema": "tiny_graphrag.schema",
     "RelationType": "tiny_graphrag.schema",
@@ -30,12 +30,19 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .build import BuildResult, build_index
-    from .config import BuildConfig, ChunkingConfig, CommunityConfig, ExtractionConfig, LLMConfig, ResolutionConfig
-    from .schema import RelationType, Schema
-    from .search.engine import QueryEngine
-    from .store import IndexStore
-    from .update import Index, load_index
+    from tiny_graphrag.build.pipeline import BuildResult, build_index
+    from tiny_graphrag.build.update import Index, load_index
+    from tiny_graphrag.config import (
+        BuildConfig,
+        ChunkingConfig,
+        CommunityConfig,
+        ExtractionConfig,
+        LLMConfig,
+        ResolutionConfig,
+    )
+    from tiny_graphrag.index.store import IndexStore
+    from tiny_graphrag.schema import RelationType, Schema
+    from tiny_graphrag.search.engine import QueryEngine
 
 
 def __getattr__(name: str) -> Any:

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .errors import ConfigError
+from tiny_graphrag.errors import ConfigError
 
 
 def check_range(name: str, value: float, low: float, high: float | None = None) -> None:
@@ -59,8 +59,10 @@ class ExtractionConfig:
         if self.runtime not in ("torch", "onnx"):
             raise ConfigError(f"extraction runtime must be 'torch' or 'onnx', got {self.runtime!r}")
         if self.runtime == "onnx" and self.quantize:
-            raise ConfigError("extraction runtime 'onnx' and quantize 'int8' cannot be combined. To fix: choose one "
-                              "(--runtime onnx keeps fp32 predictions; --quantize int8 changes them a little)")
+            raise ConfigError(
+                "extraction runtime 'onnx' and quantize 'int8' cannot be combined. To fix: choose one "
+                "(--runtime onnx keeps fp32 predictions; --quantize int8 changes them a little)"
+            )
         check_range("extraction entity_threshold", self.entity_threshold, 0.0, 1.0)
         check_range("extraction relation_threshold", self.relation_threshold, 0.0, 1.0)
         check_range("extraction batch_size", self.batch_size, 1)

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from .errors import MissingDependencyError, SchemaError, listing, require
+from tiny_graphrag.errors import MissingDependencyError, SchemaError, listing, require
 
 _TOP_KEYS = {"entity_types", "relation_types", "name", "description", "spacy_labels"}
 _RELATION_KEYS = {"allowed_head", "allowed_tail", "description"}
@@ -71,7 +72,7 @@ class Schema:
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, origin: str = "schema") -> "Schema":
+    def from_dict(cls, data: Mapping[str, Any], *, origin: str = "schema") -> Schema:
         if not isinstance(data, Mapping):
             raise SchemaError(f"{origin}: a schema must be a mapping with 'entity_types', got {type(data).__name__}")
         unknown = set(data) - _TOP_KEYS
@@ -99,10 +100,13 @@ class Schema:
                         f"{origin}: relation '{label}' has unknown key(s) {sorted(bad)}; "
                         f"allowed keys are {sorted(_RELATION_KEYS)}"
                     )
-                relations.append(RelationType(
-                    _label(label, origin, "relation label"),
-                    _labels(spec.get("allowed_head", []), origin, f"'{label}'.allowed_head"),
-                    _labels(spec.get("allowed_tail", []), origin, f"'{label}'.allowed_tail")))
+                relations.append(
+                    RelationType(
+                        _label(label, origin, "relation label"),
+                        _labels(spec.get("allowed_head", []), origin, f"'{label}'.allowed_head"),
+                        _labels(spec.get("allowed_tail", []), origin, f"'{label}'.allowed_tail"),
+                    )
+                )
         elif isinstance(rels_raw, (list, tuple)):
             relations = [RelationType(_label(x, origin, "relation label")) for x in rels_raw]
         else:
@@ -110,9 +114,13 @@ class Schema:
         spacy_labels = data.get("spacy_labels")
         if spacy_labels is not None:
             if not isinstance(spacy_labels, Mapping):
-                raise SchemaError(f"{origin}: 'spacy_labels' must map spaCy labels to entity types, e.g. PERSON = \"Person\"")
-            spacy_labels = {_label(k, origin, "spaCy label"): _label(v, origin, "spaCy label's entity type")
-                            for k, v in spacy_labels.items()}
+                raise SchemaError(
+                    f"{origin}: 'spacy_labels' must map spaCy labels to entity types, e.g. PERSON = \"Person\""
+                )
+            spacy_labels = {
+                _label(k, origin, "spaCy label"): _label(v, origin, "spaCy label's entity type")
+                for k, v in spacy_labels.items()
+            }
         return cls(
             entity_types=tuple(_label(x, origin, "entity type") for x in ents),
             relation_types=tuple(relations),
@@ -121,12 +129,15 @@ class Schema:
         )
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "Schema":
+    def from_file(cls, path: str | Path) -> Schema:
         """Load a schema from a .toml, .yaml/.yml or .json file."""
         path = Path(path)
         if not path.is_file():
-            raise SchemaError(f"schema file {path} " + ("is a folder" if path.is_dir() else "does not exist")
-                              + f"; pass a .toml/.yaml/.json file or a preset: {', '.join(PRESETS)}")
+            raise SchemaError(
+                f"schema file {path} "
+                + ("is a folder" if path.is_dir() else "does not exist")
+                + f"; pass a .toml/.yaml/.json file or a preset: {', '.join(PRESETS)}"
+            )
         suffix = path.suffix.lower()
         try:
             raw = path.read_bytes().decode("utf-8-sig")
@@ -149,17 +160,18 @@ class Schema:
         return cls.from_dict(data or {}, origin=str(path))
 
     @classmethod
-    def preset(cls, name: str) -> "Schema":
+    def preset(cls, name: str) -> Schema:
         if name not in PRESETS:
             close = difflib.get_close_matches(name, PRESETS, n=1)
             raise SchemaError(
-                f"unknown schema preset '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+                f"unknown schema preset '{name}'"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
                 + f"; presets: {', '.join(PRESETS)}, or a schema file (.toml/.yaml/.json)"
             )
         return cls.from_dict(PRESETS[name], origin=f"preset '{name}'")
 
     @classmethod
-    def load(cls, spec: "str | Path | Mapping[str, Any] | Schema | None") -> "Schema":
+    def load(cls, spec: str | Path | Mapping[str, Any] | Schema | None) -> Schema:
         """A schema from a preset name, a file path, a mapping, or the default (None)."""
         if spec is None:
             return cls.preset("general")
@@ -251,7 +263,10 @@ PRESETS: dict[str, dict[str, Any]] = {
             "treats": {"allowed_head": ["Chemical"], "allowed_tail": ["Disease"]},
             "causes": {"allowed_head": ["Chemical", "Gene", "Species"], "allowed_tail": ["Disease"]},
             "associated with": {"allowed_head": ["Gene", "Protein"], "allowed_tail": ["Disease"]},
-            "interacts with": {"allowed_head": ["Chemical", "Gene", "Protein"], "allowed_tail": ["Chemical", "Gene", "Protein"]},
+            "interacts with": {
+                "allowed_head": ["Chemical", "Gene", "Protein"],
+                "allowed_tail": ["Chemical", "Gene", "Protein"],
+            },
             "encodes": {"allowed_head": ["Gene"], "allowed_tail": ["Protein"]},
             "expressed in": {"allowed_head": ["Gene", "Protein"], "allowed_tail": ["Cell type", "Anatomy"]},
             "found in": {"allowed_head": ["Chemical", "Protein"], "allowed_tail": ["Species", "Anatomy"]},
@@ -275,7 +290,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "entity_types": ["Country", "City", "Region", "River", "Mountain", "Person", "Organization"],
         "relation_types": {
             "capital of": {"allowed_head": ["City"], "allowed_tail": ["Country", "Region"]},
-            "located in": {"allowed_head": ["City", "Region", "River", "Mountain", "Organization"], "allowed_tail": ["Country", "Region"]},
+            "located in": {
+                "allowed_head": ["City", "Region", "River", "Mountain", "Organization"],
+                "allowed_tail": ["Country", "Region"],
+            },
             "borders": {"allowed_head": ["Country", "Region"], "allowed_tail": ["Country", "Region"]},
             "flows through": {"allowed_head": ["River"], "allowed_tail": ["Country", "City", "Region"]},
             "leader of": {"allowed_head": ["Person"], "allowed_tail": ["Country", "City", "Organization"]},

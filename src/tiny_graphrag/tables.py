@@ -7,7 +7,8 @@ budget even where a tokenizer merges tokens across row boundaries.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 Count = Callable[[str], int]
 
@@ -17,8 +18,9 @@ def row(*values: Any) -> str:
     return "|".join(" ".join(str(v).split()).replace("|", "/") for v in values)
 
 
-def pack_table(title: str, header: str, rows: Sequence[tuple[str, Any]], budget: int,
-               count: Count) -> tuple[str, list[Any], int]:
+def pack_table(
+    title: str, header: str, rows: Sequence[tuple[str, Any]], budget: int, count: Count
+) -> tuple[str, list[Any], int]:
     """The table of as many rows as fit in `budget` tokens, in order (a row too big is skipped), as
     (text, payloads of the rows kept, tokens); an empty table is "" (0 tokens)."""
     head = f"-----{title}-----\n{header}"

@@ -48,8 +48,15 @@ def assemble(recs: list[dict]) -> tuple[list[dict], dict[str, list[str]]]:
                 corpus[key] = [text]
             if p.get("is_supporting"):
                 gold.append(key_of[(title, text)])
-        questions.append({"_id": r["id"], "type": r["id"].split("__")[0], "question": r["question"],
-                          "answer": r["answer"], "supporting_facts": [[g, 0] for g in dict.fromkeys(gold)]})
+        questions.append(
+            {
+                "_id": r["id"],
+                "type": r["id"].split("__")[0],
+                "question": r["question"],
+                "answer": r["answer"],
+                "supporting_facts": [[g, 0] for g in dict.fromkeys(gold)],
+            }
+        )
     return questions, corpus
 
 
@@ -57,15 +64,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("source", type=Path)
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
-    ap.add_argument("--exclude", type=Path, nargs="*", default=[], help="questions.json files whose questions to leave out")
+    ap.add_argument(
+        "--exclude", type=Path, nargs="*", default=[], help="questions.json files whose questions to leave out"
+    )
     args = ap.parse_args()
     for path in (args.source, *args.exclude):
         if not path.is_file():
-            ap.error(f"{path} is not a file: give the MuSiQue JSON (or fragment) and --exclude questions.json files that exist")
+            ap.error(
+                f"{path} is not a file: give the MuSiQue JSON (or fragment) and --exclude questions.json files that exist"
+            )
     excluded = {q["_id"] for f in args.exclude for q in json.loads(f.read_text(encoding="utf-8"))}
     recs = [r for r in records(args.source.read_text(encoding="utf-8")) if r["id"] not in excluded]
     questions, corpus = assemble(recs)
-    (args.out / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (args.out / "questions.json").write_text(
+        json.dumps(questions, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     (args.out / "corpus.json").write_text(json.dumps(corpus, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{len(questions)} questions, {len(corpus)} passages")
 

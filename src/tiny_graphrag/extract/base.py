@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import importlib
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tqdm.auto import tqdm
 
-from ..errors import InputError
-from ..records import Chunk, EntityMention, Extraction, RelationMention
-from ..schema import Schema
+from tiny_graphrag.errors import InputError
+from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
+from tiny_graphrag.schema import Schema
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
 
-    from ..config import ExtractionConfig
+    from tiny_graphrag.config import ExtractionConfig
 
 
 @runtime_checkable
@@ -55,8 +56,9 @@ def extractor_names() -> list[str]:
     return list(_REGISTRY)
 
 
-def make_extractor(schema: Schema, config: "ExtractionConfig",
-                   models_dir: "str | os.PathLike[str] | None" = None) -> Extractor:
+def make_extractor(
+    schema: Schema, config: ExtractionConfig, models_dir: str | os.PathLike[str] | None = None
+) -> Extractor:
     """The extractor named by `config.extractor`, built for `schema`."""
     factory = _REGISTRY.get(config.extractor)
     if factory is None:
@@ -93,9 +95,15 @@ def length_buckets(lengths: Sequence[int], size: int) -> list[list[int]]:
     return batches
 
 
-def extract_batches(chunks: Sequence[Chunk], batch_size: int,
-                    find: Callable[[list[str]], tuple[list[list[EntityMention]], Relations]], *,
-                    progress: bool, desc: str, bucket: bool = False) -> list[Extraction]:
+def extract_batches(
+    chunks: Sequence[Chunk],
+    batch_size: int,
+    find: Callable[[list[str]], tuple[list[list[EntityMention]], Relations]],
+    *,
+    progress: bool,
+    desc: str,
+    bucket: bool = False,
+) -> list[Extraction]:
     """One Extraction per chunk, in the order of `chunks`: `find` gets the texts of each batch
     and returns, per text, its entity mentions and the relations between them. With `bucket`,
     batches group texts of similar length (see `length_buckets`)."""
@@ -156,15 +164,18 @@ def type_partners(schema: Schema) -> dict[str, set[str]]:
     """Entity type -> the types it can meet in a relation the schema allows (either direction)."""
     types = set(schema.entity_types)
     labels = [r.label for r in schema.relation_types]
-    return {t: {u for u in types if any(schema.allows(lbl, t, u) or schema.allows(lbl, u, t) for lbl in labels)}
-            for t in types}
+    return {
+        t: {u for u in types if any(schema.allows(lbl, t, u) or schema.allows(lbl, u, t) for lbl in labels)}
+        for t in types
+    }
 
 
 def pairable(mentions: Sequence[EntityMention], partners: Mapping[str, set[str]]) -> set[int]:
     """ids of the mentions that have a partner (another mention of an allowed type) in `mentions`."""
     types = Counter(m.type for m in mentions)
-    return {id(m) for m in mentions
-            if any(u != m.type or n > 1 for u, n in types.items() if u in partners.get(m.type, ()))}
+    return {
+        id(m) for m in mentions if any(u != m.type or n > 1 for u, n in types.items() if u in partners.get(m.type, ()))
+    }
 
 
 def check_extraction(chunk: Chunk, extraction: Extraction) -> None:

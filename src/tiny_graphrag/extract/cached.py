@@ -6,16 +6,17 @@ crash keeps every finished chunk. The stored form is plain JSON, which executors
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from tqdm import tqdm
 
-from ..cache import CallCache, cache_key
-from ..records import Chunk, EntityMention, Extraction, RelationMention
-from .base import Extractor
+from tiny_graphrag.extract.base import Extractor
+from tiny_graphrag.index.cache import CallCache, cache_key
+from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..embed import TextEmbedder
+    from tiny_graphrag.backends.embed import TextEmbedder
 
 
 class Executor(Protocol):
@@ -24,14 +25,20 @@ class Executor(Protocol):
     def extract(self, extractor: Extractor, chunks: Sequence[Chunk]) -> Iterator[tuple[int, Extraction]]:
         """(position in `chunks`, its extraction), in any order, as each is done."""
 
-    def embedder(self, embedder: "TextEmbedder", chunk_text: Callable[[Chunk], str]) -> "TextEmbedder":
+    def embedder(self, embedder: TextEmbedder, chunk_text: Callable[[Chunk], str]) -> TextEmbedder:
         """`embedder`, running where the executor runs; `chunk_text` is what the build embeds for a
         chunk (its text with its document's title), so an executor that embeds chunks as it extracts
         them embeds exactly that."""
 
 
-def extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCache, calls: dict[str, int],
-                    progress: bool, executor: Executor | None = None) -> list[Extraction]:
+def extract_cached(
+    extractor: Extractor,
+    chunks: Sequence[Chunk],
+    cache: CallCache,
+    calls: dict[str, int],
+    progress: bool,
+    executor: Executor | None = None,
+) -> list[Extraction]:
     fingerprint = repr(sorted(extractor.describe().items()))
     keys = [cache_key("extract", fingerprint, c.text) for c in chunks]
     hits = [cache.get(key) for key in keys]
@@ -44,10 +51,14 @@ def extract_cached(extractor: Extractor, chunks: Sequence[Chunk], cache: CallCac
     if executor is not None:
         done = ((todo[j], ex) for j, ex in executor.extract(extractor, [chunks[i] for i in todo]))
     else:
-        done = ((i, ex) for s in range(0, len(todo), step)
-                for i, ex in zip(todo[s : s + step], extractor.extract([chunks[i] for i in todo[s : s + step]])))
-    with tqdm(total=len(todo), desc=f"extracting ({extractor.name})", unit="chunk", disable=not progress,
-              leave=False) as bar:
+        done = (
+            (i, ex)
+            for s in range(0, len(todo), step)
+            for i, ex in zip(todo[s : s + step], extractor.extract([chunks[i] for i in todo[s : s + step]]))
+        )
+    with tqdm(
+        total=len(todo), desc=f"extracting ({extractor.name})", unit="chunk", disable=not progress, leave=False
+    ) as bar:
         for i, ex in done:
             cache.put(keys[i], extraction_to_json(ex))
             found[i] = ex
@@ -65,8 +76,10 @@ def extraction_to_json(ex: Extraction) -> dict:
     def ref(m: EntityMention) -> int | list:  # a relation's mention: its position in entities, else itself
         return index[id(m)] if id(m) in index else _mention_json(m)
 
-    return {"entities": [_mention_json(m) for m in ex.entities],
-            "relations": [[ref(r.head), ref(r.tail), r.label, r.score] for r in ex.relations]}
+    return {
+        "entities": [_mention_json(m) for m in ex.entities],
+        "relations": [[ref(r.head), ref(r.tail), r.label, r.score] for r in ex.relations],
+    }
 
 
 def extraction_from_json(chunk_id: str, data: dict) -> Extraction:

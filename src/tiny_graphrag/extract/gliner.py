@@ -11,27 +11,34 @@ import argparse
 import bisect
 import json
 import logging
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..chunking import WORD_RE
-from ..errors import ModelLoadError, require
-from ..loaded import cached_model, clear_models
-from ..models import file_fingerprint, load_error, refetch_hint, resolve_model
-from ..models import models_dir as default_models_dir
-from ..records import Chunk, EntityMention, Extraction, RelationMention
-from ..schema import Schema
-from .base import (
-    Relations, best_label_per_pair, dedupe_mentions, enforce_constraints, extract_batches, pairable, type_partners,
+from tiny_graphrag.backends.files import file_fingerprint, load_error, refetch_hint, resolve_model
+from tiny_graphrag.backends.files import models_dir as default_models_dir
+from tiny_graphrag.backends.loaded import cached_model, clear_models
+from tiny_graphrag.build.chunking import WORD_RE
+from tiny_graphrag.errors import ModelLoadError, require
+from tiny_graphrag.extract.base import (
+    Relations,
+    best_label_per_pair,
+    dedupe_mentions,
+    enforce_constraints,
+    extract_batches,
+    pairable,
+    type_partners,
 )
-from .runtime import Runtime, optimized, runtime_for
+from tiny_graphrag.extract.runtime import Runtime, optimized, runtime_for
+from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
+from tiny_graphrag.schema import Schema
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
 
-    from ..config import ExtractionConfig
+    from tiny_graphrag.config import ExtractionConfig
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +87,10 @@ def load_gliner(path: Path, rt: Runtime) -> Any:
             return optimized(model, rt, "gliner")
         except Exception as exc:
             raise load_error(
-                "GLiNER", path, exc, device=rt.device,
+                "GLiNER",
+                path,
+                exc,
+                device=rt.device,
                 fix="A folder without tokenizer files needs its backbone (model_name in gliner_config.json) "
                 f"in the Hugging Face cache. The folder may also be incomplete or corrupt: {refetch_hint(path)}.",
             ) from exc
@@ -128,7 +138,7 @@ def _glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
     )
 
 
-def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | None" = None) -> Any:
+def load_glirel(path: Path, rt: Runtime, models_dir: str | os.PathLike[str] | None = None) -> Any:
     """A GLiREL model from a local folder (cached per process).
 
     We read glirel_config.json and the weights ourselves instead of `GLiREL.from_pretrained`:
@@ -162,7 +172,10 @@ def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | N
                 model = glirel.GLiREL(config)
         except Exception as exc:
             raise load_error(
-                "GLiREL", path, exc, device=rt.device,
+                "GLiREL",
+                path,
+                exc,
+                device=rt.device,
                 fix=f"GLiREL rebuilds its encoder from the backbone at {backbone} (model_name in "
                 f"glirel_config.json) before loading its weights: that folder may be incomplete or corrupt.",
             ) from exc
@@ -173,8 +186,12 @@ def load_glirel(path: Path, rt: Runtime, models_dir: "str | os.PathLike[str] | N
         except Exception as exc:
             raise load_error("GLiREL", path, exc, device=rt.device) from exc
         if result.missing_keys:
-            log.warning("GLiREL checkpoint %s lacks %d parameters (e.g. %s); they stay random",
-                        weights, len(result.missing_keys), result.missing_keys[:3])
+            log.warning(
+                "GLiREL checkpoint %s lacks %d parameters (e.g. %s); they stay random",
+                weights,
+                len(result.missing_keys),
+                result.missing_keys[:3],
+            )
         return model
 
     return cached_model("glirel", _key(path, rt), load)
@@ -193,8 +210,9 @@ def token_span(starts: Sequence[int], ends: Sequence[int], mention: EntityMentio
     return (first, last) if first <= last else None
 
 
-def _token_spans(words: list[tuple[int, int]],
-                 mentions: Sequence[EntityMention]) -> dict[tuple[int, int], EntityMention]:
+def _token_spans(
+    words: list[tuple[int, int]], mentions: Sequence[EntityMention]
+) -> dict[tuple[int, int], EntityMention]:
     """(first word, last word) -> mention, the first mention of each token span."""
     starts, ends = [s for s, _ in words], [e for _, e in words]
     spans: dict[tuple[int, int], EntityMention] = {}
@@ -216,8 +234,9 @@ def _pairs_independent(config: Any) -> bool:
 class GlirelRelations:
     """GLiREL over mentions found by another model; shared by the GLiNER and spaCy extractors."""
 
-    def __init__(self, schema: Schema, config: "ExtractionConfig", path: Path,
-                 models_dir: "str | os.PathLike[str] | None" = None):
+    def __init__(
+        self, schema: Schema, config: ExtractionConfig, path: Path, models_dir: str | os.PathLike[str] | None = None
+    ):
         self.schema = schema
         self.labels = list(schema.relation_labels)
         self.threshold = float(config.relation_threshold)
@@ -285,8 +304,7 @@ class GlinerGlirelExtractor:
 
     name = "gliner"
 
-    def __init__(self, schema: Schema, config: "ExtractionConfig",
-                 models_dir: "str | os.PathLike[str] | None" = None):
+    def __init__(self, schema: Schema, config: ExtractionConfig, models_dir: str | os.PathLike[str] | None = None):
         self.schema = schema
         self.config = config
         # Resolve paths now so that a missing model fails before any work is done.
@@ -320,12 +338,22 @@ class GlinerGlirelExtractor:
         # `inference` is the batch API of recent GLiNER; older releases only have the
         # (now deprecated) batch_predict_entities.
         predict = getattr(model, "inference", None) or model.batch_predict_entities
-        raw = predict(list(texts), labels, flat_ner=True, threshold=float(self.config.entity_threshold),
-                      batch_size=max(1, len(texts)))
+        raw = predict(
+            list(texts),
+            labels,
+            flat_ner=True,
+            threshold=float(self.config.entity_threshold),
+            batch_size=max(1, len(texts)),
+        )
         return [
             dedupe_mentions(
-                EntityMention(text=text[e["start"] : e["end"]], type=str(e["label"]),
-                              start=int(e["start"]), end=int(e["end"]), score=float(e["score"]))
+                EntityMention(
+                    text=text[e["start"] : e["end"]],
+                    type=str(e["label"]),
+                    start=int(e["start"]),
+                    end=int(e["end"]),
+                    score=float(e["score"]),
+                )
                 for e in ents
                 if str(e["label"]) in labels  # only the schema's types
             )
@@ -337,8 +365,18 @@ class GlinerGlirelExtractor:
         return mentions, self.relations.predict(texts, mentions) if self.relations else [[] for _ in texts]
 
     def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
-        results = extract_batches(chunks, self.config.batch_size, self._find, progress=progress,
-                                  desc="extracting (GLiNER+GLiREL)", bucket=self.bucket)
-        log.debug("extracted %d chunks: %d mentions, %d relations", len(results),
-                  sum(len(r.entities) for r in results), sum(len(r.relations) for r in results))
+        results = extract_batches(
+            chunks,
+            self.config.batch_size,
+            self._find,
+            progress=progress,
+            desc="extracting (GLiNER+GLiREL)",
+            bucket=self.bucket,
+        )
+        log.debug(
+            "extracted %d chunks: %d mentions, %d relations",
+            len(results),
+            sum(len(r.entities) for r in results),
+            sum(len(r.relations) for r in results),
+        )
         return results

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, require
-from ..models import choose_device
+from tiny_graphrag.backends.files import choose_device
+from tiny_graphrag.errors import ConfigError, require
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..config import ExtractionConfig
+    from tiny_graphrag.config import ExtractionConfig
 
 log = logging.getLogger(__name__)
 
@@ -51,19 +51,22 @@ class Runtime:
         return "float16" if self.half else "float32"
 
 
-def runtime_for(config: "ExtractionConfig") -> Runtime:
+def runtime_for(config: ExtractionConfig) -> Runtime:
     """Device from the config (else CUDA -> MPS -> CPU); fp16 only on CUDA and when asked."""
     device = choose_device(config.device)
     quantize, onnx = config.quantize, config.runtime == "onnx"
     if (quantize or onnx) and device != "cpu":
         what = f"quantize='{quantize}'" if quantize else "runtime='onnx'"
-        raise ConfigError(f"extraction {what} runs on the CPU only, but the device is {device}. "
-                          "To fix: pass --device cpu, or drop it (on a GPU use half precision).")
+        raise ConfigError(
+            f"extraction {what} runs on the CPU only, but the device is {device}. "
+            "To fix: pass --device cpu, or drop it (on a GPU use half precision)."
+        )
     if onnx:  # the install hint now, not a load error later
         require("onnxruntime", "onnx", _ONNX_FEATURE)
         require("onnx", "onnx", _ONNX_FEATURE)
-    return Runtime(device=device, half=bool(config.half_precision) and device.startswith("cuda"), quantize=quantize,
-                   onnx=onnx)
+    return Runtime(
+        device=device, half=bool(config.half_precision) and device.startswith("cuda"), quantize=quantize, onnx=onnx
+    )
 
 
 def optimized(model: Any, rt: Runtime, name: str) -> Any:
@@ -108,10 +111,18 @@ def _export(encoder: Any, path: Path) -> None:
     with torch.no_grad(), warnings.catch_warnings():  # the tracer's notes on shapes it treats as constants
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            LastHidden(encoder.eval()), (ids, torch.ones_like(ids)), str(path), opset_version=17, dynamo=False,
-            input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
-            dynamic_axes={"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
-                          "last_hidden_state": {0: "batch", 1: "sequence"}},
+            LastHidden(encoder.eval()),
+            (ids, torch.ones_like(ids)),
+            str(path),
+            opset_version=17,
+            dynamo=False,
+            input_names=["input_ids", "attention_mask"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "sequence"},
+                "attention_mask": {0: "batch", 1: "sequence"},
+                "last_hidden_state": {0: "batch", 1: "sequence"},
+            },
         )
 
 

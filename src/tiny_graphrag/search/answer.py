@@ -10,16 +10,17 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
-from ..citations import check_citations, parse_citations, strip_citations
-from ..errors import InputError
-from ..llm import CHAT_TEMPLATE_MARGIN, LLM
-from .context import BuiltContext
-from .prompts import NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_grammar, answer_messages, prompt_tokens
-from .result import SearchResult, Sources, StreamingResult, Usage
-from .tokens import TokenCounter
+from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM
+from tiny_graphrag.citations import check_citations, parse_citations, strip_citations
+from tiny_graphrag.errors import InputError
+from tiny_graphrag.search.context import BuiltContext
+from tiny_graphrag.search.prompts import NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_grammar, answer_messages, prompt_tokens
+from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult, Usage
+from tiny_graphrag.search.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,13 @@ APPROXIMATE_NOTE = (
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_ATTRIBUTED = 2  # text chunks cited for an answer the model left uncited
-ATTRIBUTED_NOTE = ("the model cited no source: the answer cites the shown text chunks that contain it "
-                   "(those sharing most words with the question first)")
-UNCITED_REPORTS_NOTE = ("the model cited no report: the answer cites the reports of the key points it was given "
-                        "(most important first)")
+ATTRIBUTED_NOTE = (
+    "the model cited no source: the answer cites the shown text chunks that contain it "
+    "(those sharing most words with the question first)"
+)
+UNCITED_REPORTS_NOTE = (
+    "the model cited no report: the answer cites the reports of the key points it was given (most important first)"
+)
 IDS_ONLY_NOTE = "the model answered with citation ids only, no words: read the cited sources"
 
 
@@ -158,9 +162,11 @@ class SearchRun:
         budgets = [int(b) for b in (self.context_tokens, wanted) if b]
         budget = min(budgets) if budgets else room
         if budget > room:
-            note = (f"the data in the {what} prompt was cut to {room} tokens, below the {budget} configured: n_ctx={self.n_ctx} less "
-                    f"the {fixed}-token prompt and {max_tokens} output tokens leaves no more. To fix: raise --n-ctx "
-                    f"(LLMConfig.n_ctx) or configure a smaller budget")
+            note = (
+                f"the data in the {what} prompt was cut to {room} tokens, below the {budget} configured: n_ctx={self.n_ctx} less "
+                f"the {fixed}-token prompt and {max_tokens} output tokens leaves no more. To fix: raise --n-ctx "
+                f"(LLMConfig.n_ctx) or configure a smaller budget"
+            )
             if note not in self.notes:
                 self.notes.append(note)
         return min(budget, room)
@@ -190,11 +196,18 @@ class SearchRun:
     ) -> SearchResult:
         """The result as gathered so far; `context` when the model saw more than `built` (global)."""
         return SearchResult(
-            mode=self.mode, query=self.query, answer=answer, context=built.text if context is None else context,
-            sources=self._documents(built.sources), context_tokens=built.tokens, token_counter=self.counter.name,
+            mode=self.mode,
+            query=self.query,
+            answer=answer,
+            context=built.text if context is None else context,
+            sources=self._documents(built.sources),
+            context_tokens=built.tokens,
+            token_counter=self.counter.name,
             seconds=self.timer.report(total=total),
             notes=tuple(self.notes) + (() if self.counter.exact else (APPROXIMATE_NOTE,)),
-            details=dict(self.details), invalid_citations=invalid or {}, usage=dict(self.usage),
+            details=dict(self.details),
+            invalid_citations=invalid or {},
+            usage=dict(self.usage),
         )
 
     def answer(
@@ -256,5 +269,6 @@ class SearchRun:
             return finish(text, self.counter(text), n_prompt)
 
         pending = self.result(built, context=context, total=False)
-        return StreamingResult(pending, llm.stream(messages, grammar=grammar, max_tokens=max_tokens, temperature=0.0),
-                               streamed)
+        return StreamingResult(
+            pending, llm.stream(messages, grammar=grammar, max_tokens=max_tokens, temperature=0.0), streamed
+        )

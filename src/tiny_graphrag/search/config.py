@@ -99,7 +99,9 @@ class LocalConfig:
         if self.cooccurrence_weight < 0:
             raise ValueError(f"local cooccurrence_weight must be >= 0, got {self.cooccurrence_weight}")
         if self.synonym_similarity is not None and not 0 < self.synonym_similarity <= 1:
-            raise ValueError(f"local synonym_similarity must be a cosine in (0, 1] or None, got {self.synonym_similarity}")
+            raise ValueError(
+                f"local synonym_similarity must be a cosine in (0, 1] or None, got {self.synonym_similarity}"
+            )
         if not 0 < self.damping < 1:
             raise ValueError(f"local damping must be in (0, 1), got {self.damping}")
 
@@ -143,7 +145,10 @@ class GlobalConfig:
         if not -1 <= self.min_similarity <= 1:
             raise ValueError(f"global min_similarity must be a cosine in [-1, 1], got {self.min_similarity}")
         if not 0 <= self.point_cutoff <= 1:
-            raise ValueError(f"global point_cutoff must be in [0, 1] (a share of the best point's), got {self.point_cutoff}")
+            raise ValueError(
+                f"global point_cutoff must be in [0, 1] (a share of the best point's), got {self.point_cutoff}"
+            )
+
 
 @dataclass(frozen=True)
 class NaiveConfig:

@@ -12,18 +12,19 @@ id the model cites.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..citations import parse_citations, strip_citations
-from ..records import Chunk, Report
-from ..tables import Count, pack_table, row
-from .config import LocalConfig
-from .result import SourceChunk, SourceEntity, SourceRelation, SourceReport, Sources
+from tiny_graphrag.citations import parse_citations, strip_citations
+from tiny_graphrag.records import Chunk, Report
+from tiny_graphrag.search.config import LocalConfig
+from tiny_graphrag.search.result import SourceChunk, SourceEntity, SourceRelation, SourceReport, Sources
+from tiny_graphrag.tables import Count, pack_table, row
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..store import IndexStore
-    from .graph_index import GraphIndex
+    from tiny_graphrag.index.store import IndexStore
+    from tiny_graphrag.search.graph_index import GraphIndex
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,7 @@ class BuiltContext:
 
     @property
     def empty(self) -> bool:
-        return not (self.sources.chunks or self.sources.reports or self.sources.entities
-                    or self.sources.relationships)
+        return not (self.sources.chunks or self.sources.reports or self.sources.entities or self.sources.relationships)
 
 
 def join_sections(sections: Sequence[str]) -> str:
@@ -158,14 +158,18 @@ def build_local_context(
     """
     shares = local_budgets(budget, config)
     sep = count("\n\n")  # the separator between sections
-    report_text, report_src, n_reports = pack_table("Reports", REPORT_HEADER, report_rows(reports), shares["reports"], count)
+    report_text, report_src, n_reports = pack_table(
+        "Reports", REPORT_HEADER, report_rows(reports), shares["reports"], count
+    )
     ent_budget = shares["graph"] // 2
     ent_rows = entity_rows(graph, entities) if config.entity_table else []
     ent_text, ent_src, n_ent = pack_table("Entities", ENTITY_HEADER, ent_rows, ent_budget, count)
     omit = GENERIC_RELATIONS | set(omit_relations)
     shown = [e for e in relationships if graph.edges[e].get("label", e[2]) not in omit]
     rel_budget = shares["graph"] - n_ent - (sep if n_ent else 0)
-    rel_text, rel_src, n_rel = pack_table("Relationships", RELATION_HEADER, relation_rows(graph, shown), rel_budget, count)
+    rel_text, rel_src, n_rel = pack_table(
+        "Relationships", RELATION_HEADER, relation_rows(graph, shown), rel_budget, count
+    )
     tables = [report_text, ent_text, rel_text]
     rows = chunk_rows(chunks, sid_of)
     while True:
@@ -193,9 +197,16 @@ def build_local_context(
         relationships=tuple(rel_src) if kept[2] else (),
     )
     return BuiltContext(
-        full, sources, total, budget,
-        {"sources": n_src, "reports": n_reports if kept[0] else 0, "entities": n_ent if kept[1] else 0,
-         "relationships": n_rel if kept[2] else 0},
+        full,
+        sources,
+        total,
+        budget,
+        {
+            "sources": n_src,
+            "reports": n_reports if kept[0] else 0,
+            "entities": n_ent if kept[1] else 0,
+            "relationships": n_rel if kept[2] else 0,
+        },
         {"budgets": shares},
     )
 
@@ -282,8 +293,14 @@ def pack_report_batches(
                 end -= 1
             else:  # a lone report's last findings
                 blocks[start][1].pop()
-        batches.append(MapBatch(text, tuple(rid for rid, _, _ in blocks[start:end]), n,
-                                tuple((fid, rid, t) for rid, (fid, t, _) in rows)))
+        batches.append(
+            MapBatch(
+                text,
+                tuple(rid for rid, _, _ in blocks[start:end]),
+                n,
+                tuple((fid, rid, t) for rid, (fid, t, _) in rows),
+            )
+        )
         start = end
     return batches
 

@@ -27,27 +27,27 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..cache import CallCache
-from ..config import LLMConfig, from_dict
-from ..embed import Embedder
-from ..errors import IndexFormatError, ModelNotFoundError
-from ..llm import LLM, CachedLLM, open_llm
-from ..models import choose_device
-from ..store import IndexStore
-from .answer import SearchRun, check_query
-from .config import GlobalConfig, LocalConfig, NaiveConfig, SearchConfig, TreeSearchConfig
-from .global_search import GlobalIndex, search_global, tree_as_reports
-from .graph_index import GraphIndex
-from .linking import EntityLinker
-from .local import LocalCandidates, LocalRetriever, search_local
-from .naive import HybridRetriever, search_naive
-from .result import SearchResult, Sources, StreamingResult
-from .tokens import counter_for
-from .tree_search import TreeIndex, search_tree
-from .vectors import VectorIndex
+from tiny_graphrag.backends.embed import Embedder
+from tiny_graphrag.backends.files import choose_device
+from tiny_graphrag.backends.llm import LLM, CachedLLM, open_llm
+from tiny_graphrag.config import LLMConfig, from_dict
+from tiny_graphrag.errors import IndexFormatError, ModelNotFoundError
+from tiny_graphrag.index.cache import CallCache
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.search.answer import SearchRun, check_query
+from tiny_graphrag.search.config import GlobalConfig, LocalConfig, NaiveConfig, SearchConfig, TreeSearchConfig
+from tiny_graphrag.search.global_search import GlobalIndex, search_global, tree_as_reports
+from tiny_graphrag.search.graph_index import GraphIndex
+from tiny_graphrag.search.linking import EntityLinker
+from tiny_graphrag.search.local import LocalCandidates, LocalRetriever, search_local
+from tiny_graphrag.search.naive import HybridRetriever, search_naive
+from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult
+from tiny_graphrag.search.tokens import counter_for
+from tiny_graphrag.search.tree_search import TreeIndex, search_tree
+from tiny_graphrag.search.vectors import VectorIndex
 
 if TYPE_CHECKING:  # being added to embed.py; only a type here, so this module runs without it
-    from ..embed import TextEmbedder
+    from tiny_graphrag.backends.embed import TextEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,9 @@ class QueryEngine:
         self.globals = GlobalIndex(self.store.reports(), self._optional_vectors("reports"))
         self.reports_by_community = {r.community_id: r for r in self.globals.reports}
         self.communities = self.store.communities()
-        self.graph_index = GraphIndex(self.graph, entity_vectors=self.entity_vectors,
-                                      cooccurrence_relation=self.cooccurrence_relation)
+        self.graph_index = GraphIndex(
+            self.graph, entity_vectors=self.entity_vectors, cooccurrence_relation=self.cooccurrence_relation
+        )
         self.linker = EntityLinker(self.graph, self.entity_vectors)
         self.hybrid = HybridRetriever(self.store, self.chunk_vectors, self.config.fusion)
         self.local = LocalRetriever(
@@ -148,7 +149,11 @@ class QueryEngine:
         if info.get("fingerprint") and embedder.fingerprint != info["fingerprint"]:
             log.warning(
                 "the embedder %s differs from the one that built %s (fingerprint %s, expected %s): "
-                "similarities may be off", embedder.path, self.path, embedder.fingerprint, info["fingerprint"],
+                "similarities may be off",
+                embedder.path,
+                self.path,
+                embedder.fingerprint,
+                info["fingerprint"],
             )
         return embedder
 
@@ -184,7 +189,7 @@ class QueryEngine:
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> "QueryEngine":
+    def __enter__(self) -> QueryEngine:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -195,8 +200,15 @@ class QueryEngine:
         """A run of one search: budgets counted with the LLM's tokenizer, except for
         `only_context`, which never loads the model (it uses the loaded one, or the estimate)."""
         counter = counter_for(self._llm if only_context else self.llm)
-        run = SearchRun(mode, query, counter, n_ctx=self._n_ctx(), context_tokens=self.config.context_tokens,
-                        llm=lambda: self.llm, documents=self._with_documents)
+        run = SearchRun(
+            mode,
+            query,
+            counter,
+            n_ctx=self._n_ctx(),
+            context_tokens=self.config.context_tokens,
+            llm=lambda: self.llm,
+            documents=self._with_documents,
+        )
         run.details["only_context"] = only_context
         return run
 
@@ -228,11 +240,13 @@ class QueryEngine:
         self, query: str, *, only_context: bool = False, stream: bool = False, config: NaiveConfig | None = None
     ) -> SearchResult | StreamingResult:
         """Hybrid (vector + keyword, fused) retrieval of text chunks, then one answer call."""
-        return search_naive(self, check_query(query), config or self.config.naive, only_context=only_context,
-                            stream=stream)
+        return search_naive(
+            self, check_query(query), config or self.config.naive, only_context=only_context, stream=stream
+        )
 
-    def local_candidates(self, query: str, query_vector: np.ndarray | None = None,
-                         config: LocalConfig | None = None) -> LocalCandidates:
+    def local_candidates(
+        self, query: str, query_vector: np.ndarray | None = None, config: LocalConfig | None = None
+    ) -> LocalCandidates:
         """Local search's ranked entities, relationships, communities and chunks (no context, no LLM)."""
         query = check_query(query)
         if query_vector is None:
@@ -243,8 +257,9 @@ class QueryEngine:
         self, query: str, *, only_context: bool = False, stream: bool = False, config: LocalConfig | None = None
     ) -> SearchResult | StreamingResult:
         """Entities linked to the query, their graph neighbourhood, reports and text, then one answer call."""
-        return search_local(self, check_query(query), config or self.config.local, only_context=only_context,
-                            stream=stream)
+        return search_local(
+            self, check_query(query), config or self.config.local, only_context=only_context, stream=stream
+        )
 
     def global_search(
         self,
@@ -261,11 +276,17 @@ class QueryEngine:
 
         LLM calls = map chunks + 1 (the reduce call is skipped when no point is important enough;
         the answer then says the index holds nothing relevant)."""
-        return search_global(self, check_query(query), level, config or self.config.global_,
-                             only_context=only_context, stream=stream)
+        return search_global(
+            self, check_query(query), level, config or self.config.global_, only_context=only_context, stream=stream
+        )
 
     def tree_search(
-        self, query: str, *, strategy: str | None = None, only_context: bool = False, stream: bool = False,
+        self,
+        query: str,
+        *,
+        strategy: str | None = None,
+        only_context: bool = False,
+        stream: bool = False,
         config: TreeSearchConfig | None = None,
     ) -> SearchResult | StreamingResult:
         """RAPTOR: the tree's summaries and chunks most similar to the query ("collapsed": all

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence, TypeVar
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
 
 T = TypeVar("T", bound=Hashable)
 

@@ -28,29 +28,36 @@ import json
 import logging
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..citations import parse_citations, strip_citations
-from ..errors import InputError
-from ..llm import LLM
-from ..records import Report, TreeNode
-from .answer import CallMeter
-from .config import GlobalConfig
-from .context import (
-    BuiltContext, KeyPoint, MapBatch, build_reduce_context, nested_sources, pack_report_batches, source_chunk,
+from tiny_graphrag.backends.llm import LLM
+from tiny_graphrag.citations import parse_citations, strip_citations
+from tiny_graphrag.errors import InputError
+from tiny_graphrag.records import Report, TreeNode
+from tiny_graphrag.search.answer import CallMeter
+from tiny_graphrag.search.config import GlobalConfig
+from tiny_graphrag.search.context import (
+    BuiltContext,
+    KeyPoint,
+    MapBatch,
+    build_reduce_context,
+    nested_sources,
+    pack_report_batches,
+    source_chunk,
     source_report,
 )
-from .grounding import Grounding, ground_points
-from .prompts import map_messages, map_schema, reduce_messages
-from .result import SearchResult, Sources, StreamingResult
-from .tokens import TokenCounter
-from .vectors import VectorIndex
+from tiny_graphrag.search.grounding import Grounding, ground_points
+from tiny_graphrag.search.prompts import map_messages, map_schema, reduce_messages
+from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult
+from tiny_graphrag.search.tokens import TokenCounter
+from tiny_graphrag.search.vectors import VectorIndex
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .engine import QueryEngine
+    from tiny_graphrag.search.engine import QueryEngine
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +96,9 @@ def finding_point(report: int, text: str) -> str:
     return f"{text} [Data: Reports ({report})]"
 
 
-def parse_map_answer(text: str, batch: int, findings: Sequence[tuple[str, int, str]] = ()) -> tuple[list[KeyPoint], bool]:
+def parse_map_answer(
+    text: str, batch: int, findings: Sequence[tuple[str, int, str]] = ()
+) -> tuple[list[KeyPoint], bool]:
     """Key points from a map answer: each chosen finding (`findings`: the batch's (id, report id,
     text)) in its own words, citing its report; a point a backend wrote as a description (one
     that ignores the schema) is taken as written, its report the first batch report it cites. A
@@ -124,7 +133,9 @@ def parse_map_answer(text: str, batch: int, findings: Sequence[tuple[str, int, s
             score = int(round(float(p.get("score", 0))))
         except (TypeError, ValueError):
             score = 0
-        report = chosen[0] if chosen else next((r for r in parse_citations(desc)["reports"] if r in batch_reports), None)
+        report = (
+            chosen[0] if chosen else next((r for r in parse_citations(desc)["reports"] if r in batch_reports), None)
+        )
         points.append(KeyPoint(desc.strip(), max(0, min(100, score)), batch, report=report))
     if not points:
         return [KeyPoint(INVALID_MAP_ANSWER, 0, batch)], False
@@ -137,8 +148,12 @@ class GlobalIndex:
     `covers` is set for the RAPTOR tree's summaries taken as reports: the chunk ids each covers,
     so a summary's sources resolve to document text."""
 
-    def __init__(self, reports: Sequence[Report], report_vectors: VectorIndex | None = None,
-                 covers: dict[str, tuple[str, ...]] | None = None):
+    def __init__(
+        self,
+        reports: Sequence[Report],
+        report_vectors: VectorIndex | None = None,
+        covers: dict[str, tuple[str, ...]] | None = None,
+    ):
         self.reports = list(reports)
         self.covers = covers
         # A report's citation id is its row in the index's report table: the same in every search.
@@ -188,8 +203,10 @@ def tree_as_reports(nodes: Sequence[TreeNode], vectors: VectorIndex) -> GlobalIn
     """The tree's summaries as one report table: the top layer is level 0 (the broadest, like a
     root community), each layer down one level deeper."""
     top = max((n.layer for n in nodes), default=0)
-    reports = [Report(n.id, top - n.layer, f"summary of {len(n.chunks)} passages (layer {n.layer})", n.text, 0.0, "")
-               for n in sorted(nodes, key=lambda n: (-n.layer, n.id))]
+    reports = [
+        Report(n.id, top - n.layer, f"summary of {len(n.chunks)} passages (layer {n.layer})", n.text, 0.0, "")
+        for n in sorted(nodes, key=lambda n: (-n.layer, n.id))
+    ]
     return GlobalIndex(reports, vectors, covers={n.id: n.chunks for n in nodes})
 
 
@@ -215,8 +232,9 @@ def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalCon
     answers = []
     for i, batch in enumerate(batches):
         schema = map_schema(config.max_points, [fid for fid, _, _ in batch.findings])
-        out = llm.complete(map_messages(batch.text, query), schema=schema, max_tokens=config.map_max_tokens,
-                           temperature=0.0)
+        out = llm.complete(
+            map_messages(batch.text, query), schema=schema, max_tokens=config.map_max_tokens, temperature=0.0
+        )
         points, valid = parse_map_answer(out.text, i, batch.findings)
         if not valid:
             log.warning("map answer %d was not valid JSON (finish_reason=%s): %.120r", i, out.finish_reason, out.text)
@@ -232,8 +250,11 @@ def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], confi
     points = [p for a in answers for p in a.points]
     if config.relevance_weight <= 0:
         return points
-    points += [KeyPoint(finding_point(rid, text), 0, i, report=rid)
-               for i, batch in enumerate(batches) for _, rid, text in batch.findings]
+    points += [
+        KeyPoint(finding_point(rid, text), 0, i, report=rid)
+        for i, batch in enumerate(batches)
+        for _, rid, text in batch.findings
+    ]
     best: dict[str, KeyPoint] = {}
     for p in points:
         key = " ".join(strip_citations(p.description).split())
@@ -242,14 +263,14 @@ def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], confi
     return list(best.values())
 
 
-def _grounded(engine: QueryEngine, points: list[KeyPoint], qvec: np.ndarray | None, query: str,
-              config: GlobalConfig) -> tuple[list[KeyPoint], list[Grounding | None], int]:
+def _grounded(
+    engine: QueryEngine, points: list[KeyPoint], qvec: np.ndarray | None, query: str, config: GlobalConfig
+) -> tuple[list[KeyPoint], list[Grounding | None], int]:
     """The points with their grounded importance (grounding.py), or as the model scored them when
     grounding is off; and the reduce's entry score (`point_cutoff` of the best point's;
     build_reduce_context never admits a 0)."""
     qvec = qvec if qvec is not None or config.relevance_weight <= 0 else engine.embed_query(query)
-    pairs = ground_points(points, qvec, engine.embedder.embed, weight=config.relevance_weight,
-                          skip=INVALID_MAP_ANSWER)
+    pairs = ground_points(points, qvec, engine.embedder.embed, weight=config.relevance_weight, skip=INVALID_MAP_ANSWER)
     points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
     best = max((p.score for p in points), default=0)
     return points, grounding, math.ceil(config.point_cutoff * best)
@@ -282,12 +303,18 @@ def search_global(
             without = len(pack_report_batches(at_level, chunk_tokens, counter, seed=config.shuffle_seed))
 
     shown = {rid for b in batches for rid in b.report_ids}
-    sources = nested_sources(Sources(reports=tuple(source_report(rid, r) for rid, r in at_level if rid in shown)),
-                             engine.store, engine.graph_index)
+    sources = nested_sources(
+        Sources(reports=tuple(source_report(rid, r) for rid, r in at_level if rid in shown)),
+        engine.store,
+        engine.graph_index,
+    )
     if globals_.covers is not None:  # tree summaries: their sources are the chunks they cover
         covered = dict.fromkeys(c for rid, r in at_level if rid in shown for c in globals_.covers[r.community_id])
-        sources = sources.merged(Sources(chunks=tuple(source_chunk(c, engine.sid_of[c.id])
-                                                      for c in engine.store.chunks_by_id(list(covered)))))
+        sources = sources.merged(
+            Sources(
+                chunks=tuple(source_chunk(c, engine.sid_of[c.id]) for c in engine.store.chunks_by_id(list(covered)))
+            )
+        )
     map_text = "\n\n".join(f"=====Map call {i + 1} of {len(batches)}=====\n{b.text}" for i, b in enumerate(batches))
     details: dict[str, Any] = run.details
     details.update(
@@ -327,35 +354,52 @@ def search_global(
     # Neither the map model nor the embedder found anything: no point reaches the reduce.
     far = best_similarity is not None and best_similarity < config.min_similarity and not vouched
     if far:
-        run.notes.append(f"no finding is near the question (best query cosine {best_similarity:.2f} < "
-                         f"GlobalConfig.min_similarity={config.min_similarity}) and the map model scored every "
-                         "point 0: the reduce call was skipped")
+        run.notes.append(
+            f"no finding is near the question (best query cosine {best_similarity:.2f} < "
+            f"GlobalConfig.min_similarity={config.min_similarity}) and the map model scored every "
+            "point 0: the reduce call was skipped"
+        )
     with run.timer("reduce_context"):
         reduce_text, kept, reduce_tokens = build_reduce_context([] if far else points, reduce_room, counter, min_score)
     details.update(
         invalid_map_answers=sum(1 for a in answers if not a.valid),
-        points=[{"score": p.score, "model_score": p.score if p.model_score is None else p.model_score,
-                 "description": p.description, "batch": p.batch, "source_report": p.report,
-                 **({"similarity": round(g.similarity, 3), "relevance": round(g.relevance, 3)} if g else {})}
-                for p, g in zip(points, grounding)],
+        points=[
+            {
+                "score": p.score,
+                "model_score": p.score if p.model_score is None else p.model_score,
+                "description": p.description,
+                "batch": p.batch,
+                "source_report": p.report,
+                **({"similarity": round(g.similarity, 3), "relevance": round(g.relevance, 3)} if g else {}),
+            }
+            for p, g in zip(points, grounding)
+        ],
         points_in_reduce=len(kept),
         reduce_context=reduce_text,
         reduce_tokens=reduce_tokens,
     )
     if not kept and not far:
-        run.notes.append("no map answer found anything helpful (every point's importance is 0): "
-                         "the reduce call was skipped")
+        run.notes.append(
+            "no map answer found anything helpful (every point's importance is 0): the reduce call was skipped"
+        )
     # context_tokens of a global result: everything the model read, map batches and reduce points.
-    reduce_built = BuiltContext(reduce_text, sources, map_tokens + reduce_tokens, reduce_room,
-                                {"map": map_tokens, "reduce": reduce_tokens})
+    reduce_built = BuiltContext(
+        reduce_text, sources, map_tokens + reduce_tokens, reduce_room, {"map": map_tokens, "reduce": reduce_tokens}
+    )
     # Grounded, the reduce is not offered "the context does not say": a 0.5B reduce took that way
     # out with relevant points in front of it, and a question nothing is near never reaches it.
     # GraphRAG's ranking (relevance_weight=0) offers it, as GraphRAG's reduce prompt does.
     messages = reduce_messages(reduce_text, query, may_decline=config.relevance_weight <= 0) if kept else None
-    return run.answer(reduce_built, messages, max_tokens=config.reduce_max_tokens, category="reduce", stream=stream,
-                      cite=("Reports",),
-                      context=map_text + "\n\n=====Reduce=====\n" + reduce_text,
-                      given_reports=point_reports(kept, {r.id for r in sources.reports}))
+    return run.answer(
+        reduce_built,
+        messages,
+        max_tokens=config.reduce_max_tokens,
+        category="reduce",
+        stream=stream,
+        cite=("Reports",),
+        context=map_text + "\n\n=====Reduce=====\n" + reduce_text,
+        given_reports=point_reports(kept, {r.id for r in sources.reports}),
+    )
 
 
 def point_reports(kept: Sequence[KeyPoint], shown: set[int]) -> list[int]:
@@ -363,6 +407,8 @@ def point_reports(kept: Sequence[KeyPoint], shown: set[int]) -> list[int]:
     quotes, else the mapped (`shown`) reports a written point cites."""
     out: dict[int, None] = {}
     for p in kept:
-        ids = [p.report] if p.report is not None else [r for r in parse_citations(p.description)["reports"] if r in shown]
+        ids = (
+            [p.report] if p.report is not None else [r for r in parse_citations(p.description)["reports"] if r in shown]
+        )
         out.update(dict.fromkeys(ids))
     return list(out)

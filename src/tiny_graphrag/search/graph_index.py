@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from .vectors import VectorIndex
+from tiny_graphrag.search.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,10 @@ class ChunkMass(Mapping[str, float]):
         """The k chunks with the most mass, (id, mass), ordered by mass then id."""
         if k <= 0:
             return []
-        best = sorted(((self._ids[j], float(self._mass[j])) for j in top_candidates(self._mass, k)),
-                      key=lambda kv: (-kv[1], kv[0]))
+        best = sorted(
+            ((self._ids[j], float(self._mass[j])) for j in top_candidates(self._mass, k)),
+            key=lambda kv: (-kv[1], kv[0]),
+        )
         return best[:k]
 
 
@@ -89,7 +91,9 @@ class GraphIndex:
                 continue
             a, b = sorted((self.pos[u], self.pos[v]))
             label = data.get("label", k)  # as the local context reads it
-            pairs = cooccurrence if cooccurrence_relation is not None and label == cooccurrence_relation else pair_weight
+            pairs = (
+                cooccurrence if cooccurrence_relation is not None and label == cooccurrence_relation else pair_weight
+            )
             pairs[(a, b)] += float(data.get("weight", 1.0) or 1.0)
         self.adjacency = _symmetric(pair_weight, n)
         self.cooccurrence = _symmetric(cooccurrence, n)
@@ -117,11 +121,18 @@ class GraphIndex:
 
         # Citation ids (hids) back to graph elements, to resolve ids quoted inside reports.
         self.node_by_hid: dict[int, str] = {
-            int(d["hid"]): key for key, d in graph.nodes(data=True) if d.get("hid") is not None}
+            int(d["hid"]): key for key, d in graph.nodes(data=True) if d.get("hid") is not None
+        }
         self.edge_by_hid: dict[int, tuple[str, str, str]] = {
-            int(d["hid"]): (u, v, k) for u, v, k, d in graph.edges(keys=True, data=True) if d.get("hid") is not None}
-        log.debug("graph index: %d entities, %d relation and %d co-occurrence links, %d chunks", n, len(pair_weight),
-                  len(cooccurrence), len(chunk_of))
+            int(d["hid"]): (u, v, k) for u, v, k, d in graph.edges(keys=True, data=True) if d.get("hid") is not None
+        }
+        log.debug(
+            "graph index: %d entities, %d relation and %d co-occurrence links, %d chunks",
+            n,
+            len(pair_weight),
+            len(cooccurrence),
+            len(chunk_of),
+        )
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -139,8 +150,12 @@ class GraphIndex:
             return self._synonyms[min_similarity]
         n = len(self.keys)
         if n > MAX_SYNONYM_ENTITIES:
-            log.warning("no synonym links: %d entities is more than the %d whose pairs are compared (the cost grows "
-                        "with the square); LocalConfig(synonym_similarity=None) turns them off", n, MAX_SYNONYM_ENTITIES)
+            log.warning(
+                "no synonym links: %d entities is more than the %d whose pairs are compared (the cost grows "
+                "with the square); LocalConfig(synonym_similarity=None) turns them off",
+                n,
+                MAX_SYNONYM_ENTITIES,
+            )
             self._synonyms[min_similarity] = sparse.csr_matrix((n, n), dtype=np.float64)
             return self._synonyms[min_similarity]
         rows: list[np.ndarray] = []
@@ -153,19 +168,25 @@ class GraphIndex:
             m = ev.matrix[[vector_row[i] for i in have]] if len(have) else np.zeros((0, 1), np.float32)
             t0 = time.perf_counter()
             for start in range(0, len(have), block):
-                sims = m[start:start + block] @ m.T
+                sims = m[start : start + block] @ m.T
                 r, c = np.nonzero(sims >= min_similarity)
                 keep = start + r < c  # each pair once, no self pairs
                 rows.append(have[start + r[keep]])
                 cols.append(have[c[keep]])
                 vals.append(sims[r[keep], c[keep]].astype(np.float64))
-            log.debug("synonym links at %.2f: %d pairs among %d entities in %.1fs", min_similarity,
-                      sum(len(v) for v in vals), len(have), time.perf_counter() - t0)
+            log.debug(
+                "synonym links at %.2f: %d pairs among %d entities in %.1fs",
+                min_similarity,
+                sum(len(v) for v in vals),
+                len(have),
+                time.perf_counter() - t0,
+            )
         r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
         c = np.concatenate(cols) if cols else np.zeros(0, np.int64)
         v = np.concatenate(vals) if vals else np.zeros(0)
-        links = sparse.csr_matrix((np.concatenate([v, v]), (np.concatenate([r, c]), np.concatenate([c, r]))),
-                                  shape=(n, n), dtype=np.float64)
+        links = sparse.csr_matrix(
+            (np.concatenate([v, v]), (np.concatenate([r, c]), np.concatenate([c, r]))), shape=(n, n), dtype=np.float64
+        )
         self._synonyms[min_similarity] = links
         return links
 

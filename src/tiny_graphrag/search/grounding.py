@@ -20,13 +20,13 @@ GraphRAG's ranking: only the chosen findings, by the model's score.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
 
 import numpy as np
 
-from ..citations import strip_citations
-from .context import KeyPoint
+from tiny_graphrag.citations import strip_citations
+from tiny_graphrag.search.context import KeyPoint
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graph import normalize_name
-from .naive import STOPWORDS
-from .vectors import VectorIndex
+from tiny_graphrag.index.graph import normalize_name
+from tiny_graphrag.search.naive import STOPWORDS
+from tiny_graphrag.search.vectors import VectorIndex
 
 _TOKEN = re.compile(r"\S+")
 MAX_NGRAM = 8

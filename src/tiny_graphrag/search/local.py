@@ -22,22 +22,23 @@ The context then packs reports, entities, relationships and chunks into their to
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..records import Community
-from .config import FusionConfig, LocalConfig
-from .context import build_local_context, nested_sources
-from .graph_index import GraphIndex, top_candidates
-from .linking import EntityLinker, LinkedEntity
-from .naive import HybridRetriever, Ranked
-from .prompts import LOCAL_CITATIONS
-from .result import SearchResult, StreamingResult
+from tiny_graphrag.records import Community
+from tiny_graphrag.search.config import FusionConfig, LocalConfig
+from tiny_graphrag.search.context import build_local_context, nested_sources
+from tiny_graphrag.search.graph_index import GraphIndex, top_candidates
+from tiny_graphrag.search.linking import EntityLinker, LinkedEntity
+from tiny_graphrag.search.naive import HybridRetriever, Ranked
+from tiny_graphrag.search.prompts import LOCAL_CITATIONS
+from tiny_graphrag.search.result import SearchResult, StreamingResult
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .engine import QueryEngine
+    from tiny_graphrag.search.engine import QueryEngine
 
 Edge = tuple[str, str, str]
 
@@ -98,8 +99,12 @@ class LocalRetriever:
             return LocalCandidates(tuple(linked), (), (), (), hybrid.fused, hybrid, ())
 
         mass, chunk_mass = self.index.personalized_pagerank(
-            self._entity_seeds(linked, query_vector, config), _chunk_seeds(hybrid, config), damping=config.damping,
-            synonym_similarity=config.synonym_similarity, cooccurrence_weight=config.cooccurrence_weight)
+            self._entity_seeds(linked, query_vector, config),
+            _chunk_seeds(hybrid, config),
+            damping=config.damping,
+            synonym_similarity=config.synonym_similarity,
+            cooccurrence_weight=config.cooccurrence_weight,
+        )
         entities = self._rank_entities(linked, mass, config.max_entities)
         relationships = self._rank_relationships([k for k, _ in entities])
         communities = self._rank_communities(entities)
@@ -117,7 +122,12 @@ class LocalRetriever:
         order = hybrid.ids("fused")[: config.keep_text_top] + [c for c, _ in ranked] + hybrid.ids("fused")
         chunks = [(c, chunk_mass.get(c, fused.get(c, 0.0))) for c in dict.fromkeys(order)]
         return LocalCandidates(
-            tuple(linked), tuple(entities), tuple(relationships), tuple(communities), tuple(chunks), hybrid,
+            tuple(linked),
+            tuple(entities),
+            tuple(relationships),
+            tuple(communities),
+            tuple(chunks),
+            hybrid,
             tuple(graph_chunks),
         )
 
@@ -130,8 +140,7 @@ class LocalRetriever:
             conf = self.linker.similarity(query_vector, [e.key for e in linked])
         else:
             conf = [e.score for e in linked]
-        w = {e.key: max(c, 1e-6) / np.sqrt(self.index.chunk_count[self.index.pos[e.key]])
-             for e, c in zip(linked, conf)}
+        w = {e.key: max(c, 1e-6) / np.sqrt(self.index.chunk_count[self.index.pos[e.key]]) for e, c in zip(linked, conf)}
         total = sum(w.values())
         return {k: v / total for k, v in w.items()}
 
@@ -217,8 +226,11 @@ def search_local(
             run.notes.append("no entity in the graph matched the query: the context holds text chunks only")
         relevant = bool(cand.linked) or cand.hybrid.relevant(engine.config.naive.min_similarity)
         chunk_ids = [c for c, _ in cand.chunks[:50]] if relevant else []
-        reports = [(engine.globals.id_of[c], engine.reports_by_community[c]) for c in cand.communities
-                   if c in engine.reports_by_community]
+        reports = [
+            (engine.globals.id_of[c], engine.reports_by_community[c])
+            for c in cand.communities
+            if c in engine.reports_by_community
+        ]
         built = build_local_context(
             graph=engine.graph,
             entities=[k for k, _ in cand.entities],
@@ -239,8 +251,14 @@ def search_local(
         budgets=dict(built.details.get("budgets", {})),
         section_tokens=dict(built.section_tokens),
         linked_entities=[
-            {"key": e.key, "name": nodes[e.key].get("name", e.key), "hid": nodes[e.key].get("hid"),
-             "score": round(e.score, 4), "how": e.how, "matched": e.matched}
+            {
+                "key": e.key,
+                "name": nodes[e.key].get("name", e.key),
+                "hid": nodes[e.key].get("hid"),
+                "score": round(e.score, 4),
+                "how": e.how,
+                "matched": e.matched,
+            }
             for e in cand.linked
         ],
     )

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..store import IndexStore
-from .config import FusionConfig, NaiveConfig
-from .context import build_naive_context
-from .fusion import peak_weight, reciprocal_rank_fusion, score_fusion
-from .prompts import NAIVE_CITATIONS
-from .result import SearchResult, StreamingResult
-from .vectors import VectorIndex
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.search.config import FusionConfig, NaiveConfig
+from tiny_graphrag.search.context import build_naive_context
+from tiny_graphrag.search.fusion import peak_weight, reciprocal_rank_fusion, score_fusion
+from tiny_graphrag.search.prompts import NAIVE_CITATIONS
+from tiny_graphrag.search.result import SearchResult, StreamingResult
+from tiny_graphrag.search.vectors import VectorIndex
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .engine import QueryEngine
+    from tiny_graphrag.search.engine import QueryEngine
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -99,7 +99,8 @@ def search_naive(
         ids = ranked.ids("fused")[: config.top_chunks] if ranked.relevant(config.min_similarity) else []
         built = build_naive_context(engine.store.chunks_by_id(ids), engine.sid_of, room, run.counter)
     run.details.update(
-        budget=room, section_tokens=dict(built.section_tokens),
+        budget=room,
+        section_tokens=dict(built.section_tokens),
         ranking={"dense": ranked.dense[:10], "keyword": ranked.keyword[:10], "fused": ranked.fused[:10]},
     )
     return run.answer_context(built, NAIVE_CITATIONS, max_tokens=answer_tokens, stream=stream, cite=("Sources",))

@@ -6,7 +6,8 @@ Placeholders are replaced literally with `fill` (not str.format: the data contai
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
@@ -25,14 +26,18 @@ NOT_IN_CONTEXT = "The context does not say."
 ANSWER_SYSTEM = "You answer questions using only the data you are given. Your answers are short and exact."
 
 # {citations} says which kinds of ids exist in this context.
-ANSWER_USER = """---Data---
+ANSWER_USER = (
+    """---Data---
 {context}
 ---End of data---
 
-Use only the data above. Answer in a few words (a name, a place, a date, a number, or yes/no), then cite the ids of the rows that support it as {citations}. If the data does not contain the answer, write: """ + NOT_IN_CONTEXT + """
+Use only the data above. Answer in a few words (a name, a place, a date, a number, or yes/no), then cite the ids of the rows that support it as {citations}. If the data does not contain the answer, write: """
+    + NOT_IN_CONTEXT
+    + """
 
 Question: {query}
 Answer:"""
+)
 
 NAIVE_CITATIONS = "[Data: Sources (ids)]"
 # Local search asks for the same form: naming all four id kinds made the 0.5B reader answer with
@@ -121,9 +126,13 @@ def answer_grammar(ids: Mapping[str, Sequence[int]]) -> str:
     rules = ["root ::= [^\\[ \\t\\n] " + ("([^\\[\\n] | cite)*" if kinds else "[^\\[\\n]*")]
     if kinds:
         rules.append('cite ::= "[Data: " part ("; " part)* "]"')
-        rules.append("part ::= " + " | ".join(f'"{kind} (" id{n} (", " id{n})* ")"' for n, (kind, _) in enumerate(kinds)))
-        rules += [f"id{n} ::= " + " | ".join(f'"{int(v)}"' for v in dict.fromkeys(values))
-                  for n, (_, values) in enumerate(kinds)]
+        rules.append(
+            "part ::= " + " | ".join(f'"{kind} (" id{n} (", " id{n})* ")"' for n, (kind, _) in enumerate(kinds))
+        )
+        rules += [
+            f"id{n} ::= " + " | ".join(f'"{int(v)}"' for v in dict.fromkeys(values))
+            for n, (_, values) in enumerate(kinds)
+        ]
     return "\n".join(rules) + "\n"
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
-from ..citations import parse_citations
+from tiny_graphrag.citations import parse_citations
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,12 @@ class Sources:
         return tuple(dict.fromkeys(c.doc_id for c in self.chunks))
 
     def _by_kind(self) -> dict[str, tuple]:
-        return {"sources": self.chunks, "reports": self.reports, "entities": self.entities,
-                "relationships": self.relationships}
+        return {
+            "sources": self.chunks,
+            "reports": self.reports,
+            "entities": self.entities,
+            "relationships": self.relationships,
+        }
 
     def citable(self) -> dict[str, set[int]]:
         return {kind: {item.id for item in items} for kind, items in self._by_kind().items()}
@@ -89,7 +94,7 @@ class Sources:
         """The text behind a cited id ("sources", "reports", "entities", "relationships"), or None."""
         return next((item.text for item in self._by_kind().get(kind.lower(), ()) if item.id == ident), None)
 
-    def merged(self, other: "Sources") -> "Sources":
+    def merged(self, other: Sources) -> Sources:
         """The union of two source sets (first occurrence of an id wins)."""
 
         def union(a: tuple, b: tuple) -> tuple:
@@ -158,7 +163,7 @@ class SearchResult:
         return self.details.get("only_context", False)
 
     def _repr_html_(self) -> str:  # Jupyter: the answer with linked citations, the context folded
-        from ..notebook import search_result_html
+        from tiny_graphrag.outputs.notebook import search_result_html
 
         return search_result_html(self)
 

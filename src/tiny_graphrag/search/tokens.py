@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from ..llm import LLM
+from tiny_graphrag.backends.llm import LLM
 
 # Letter runs, single digits, newline runs, runs of 2+ spaces or tabs, a space before a digit,
 # and single punctuation marks: the pieces the estimate prices.

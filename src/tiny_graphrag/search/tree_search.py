@@ -14,18 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
-from ..records import TreeNode
-from ..tables import Count, row
-from .config import TreeSearchConfig
-from .context import (REPORT_HEADER, SOURCE_HEADER, BuiltContext, join_sections, source_chunk)
-from .result import SearchResult, SourceReport, Sources, StreamingResult
-from .vectors import VectorIndex
+from tiny_graphrag.errors import InputError
+from tiny_graphrag.records import TreeNode
+from tiny_graphrag.search.config import TreeSearchConfig
+from tiny_graphrag.search.context import REPORT_HEADER, SOURCE_HEADER, BuiltContext, join_sections, source_chunk
+from tiny_graphrag.search.result import SearchResult, SourceReport, Sources, StreamingResult
+from tiny_graphrag.search.vectors import VectorIndex
+from tiny_graphrag.tables import Count, row
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from .engine import QueryEngine
+    from tiny_graphrag.search.engine import QueryEngine
 
 TREE_CITATIONS = "[Data: Sources (ids); Reports (ids)]"
 
@@ -50,8 +50,9 @@ class TreeIndex:
         return cls(nodes, VectorIndex(ids, matrix, device=engine.device), roots)
 
 
-def rank_nodes(tree: TreeIndex, chunk_vectors: VectorIndex, qvec: np.ndarray,
-               config: TreeSearchConfig) -> list[tuple[str, float]]:
+def rank_nodes(
+    tree: TreeIndex, chunk_vectors: VectorIndex, qvec: np.ndarray, config: TreeSearchConfig
+) -> list[tuple[str, float]]:
     """Node ids (summary or chunk), most similar first, as the strategy selects them."""
     sims = dict(zip(tree.vectors.ids, map(float, tree.vectors.similarities(qvec))))
     sims.update(zip(chunk_vectors.ids, map(float, chunk_vectors.similarities(qvec))))
@@ -72,8 +73,12 @@ def _pack(items: list[tuple[str, str, object]], budget: int, count: Count) -> tu
 
     def render(kept: list) -> str:
         return join_sections(
-            [heads[k] + "\n" + "\n".join(t for kind, t, _ in kept if kind == k) for k in heads
-             if any(kind == k for kind, _, _ in kept)])
+            [
+                heads[k] + "\n" + "\n".join(t for kind, t, _ in kept if kind == k)
+                for k in heads
+                if any(kind == k for kind, _, _ in kept)
+            ]
+        )
 
     kept, used = [], 0
     for kind, text, payload in items:
@@ -90,8 +95,9 @@ def _pack(items: list[tuple[str, str, object]], budget: int, count: Count) -> tu
     return "", [], 0
 
 
-def build_tree_context(engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[str, float]], budget: int,
-                       count: Count) -> BuiltContext:
+def build_tree_context(
+    engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[str, float]], budget: int, count: Count
+) -> BuiltContext:
     """The ranked nodes that fit in `budget`: summaries as Reports rows, chunks as Sources rows."""
     items: list[tuple[str, str, object]] = []
     rid = 0  # summaries are numbered 1..n in the order shown
@@ -104,25 +110,36 @@ def build_tree_context(engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[
         else:
             rid += 1
             title = f"summary of {len(node.chunks)} passages (layer {node.layer})"
-            items.append(("Reports", row(rid, title, node.text), SourceReport(rid, nid, node.layer, title, 0.0, node.text)))
+            items.append(
+                ("Reports", row(rid, title, node.text), SourceReport(rid, nid, node.layer, title, 0.0, node.text))
+            )
     text, kept, n = _pack(items, budget, count)
     shown = [p for kind, _, p in kept if kind == "Sources"]
     summaries = [p for kind, _, p in kept if kind == "Reports"]
     # Chunks reached, in rank order: a chunk shown, or the chunks a shown summary covers.
-    reached = list(dict.fromkeys(
-        c for kind, _, p in kept for c in ([p.chunk_id] if kind == "Sources" else tree.nodes[p.community_id].chunks)))
+    reached = list(
+        dict.fromkeys(
+            c for kind, _, p in kept for c in ([p.chunk_id] if kind == "Sources" else tree.nodes[p.community_id].chunks)
+        )
+    )
     seen = {c.chunk_id for c in shown}
     unseen = engine.store.chunks_by_id([c for c in reached if c not in seen])
     extra = [source_chunk(c, engine.sid_of[c.id]) for c in unseen]
     return BuiltContext(
-        text, Sources(chunks=tuple(shown + extra), reports=tuple(summaries)), n, budget,
-        details={"summaries": {s.id: [engine.sid_of[c] for c in tree.nodes[s.community_id].chunks] for s in summaries},
-         "reached": reached},
+        text,
+        Sources(chunks=tuple(shown + extra), reports=tuple(summaries)),
+        n,
+        budget,
+        details={
+            "summaries": {s.id: [engine.sid_of[c] for c in tree.nodes[s.community_id].chunks] for s in summaries},
+            "reached": reached,
+        },
     )
 
 
-def search_tree(engine: QueryEngine, query: str, config: TreeSearchConfig, *, only_context: bool,
-                stream: bool) -> SearchResult | StreamingResult:
+def search_tree(
+    engine: QueryEngine, query: str, config: TreeSearchConfig, *, only_context: bool, stream: bool
+) -> SearchResult | StreamingResult:
     tree = engine.tree
     run = engine.begin("tree", query, only_context=only_context)
     answer_tokens = engine.config.answer_max_tokens
@@ -137,5 +154,6 @@ def search_tree(engine: QueryEngine, query: str, config: TreeSearchConfig, *, on
     run.details.update(budget=room, strategy=config.strategy, ranking=ranked[:10], **built.details)
     if not tree.nodes:
         run.notes.append("the index's tree has no summaries (too few chunks): tree search ranked the chunks alone")
-    return run.answer_context(built, TREE_CITATIONS, max_tokens=answer_tokens, stream=stream,
-                              cite=("Sources", "Reports"))
+    return run.answer_context(
+        built, TREE_CITATIONS, max_tokens=answer_tokens, stream=stream, cite=("Sources", "Reports")
+    )

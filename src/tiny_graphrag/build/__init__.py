@@ -1,0 +1,1 @@
+"""Building an index: documents, chunks, extraction, entity resolution, updates and RAPTOR trees."""

@@ -1,0 +1,431 @@
+"""The indexing pipeline: one function that runs the stages, with progress, caching and resume.
+
+documents -> chunks -> extractions -> graph (+ alias resolution) -> embeddings -> communities
+-> reports. Everything is written into a temporary directory that is moved into place only when
+complete; model calls (extraction per chunk, LLM reports) are cached outside it, so a rerun after
+a crash or Ctrl-C redoes no finished call.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tiny_graphrag import __version__
+from tiny_graphrag.backends.embed import CachedEmbedder, Embedder, TextEmbedder, document_title, titled
+from tiny_graphrag.backends.files import choose_device
+from tiny_graphrag.backends.llm import LLM, CachedLLM, open_llm
+from tiny_graphrag.build.chunking import chunk_documents
+from tiny_graphrag.build.documents import LoadedInputs, collect_documents, input_paths
+from tiny_graphrag.build.resolve import resolve_aliases
+from tiny_graphrag.build.sync import changes, check_settings, plan, previous_index, settings
+from tiny_graphrag.config import BuildConfig
+from tiny_graphrag.errors import InputError, TinyGraphRAGError
+from tiny_graphrag.extract.base import Extractor, make_extractor
+from tiny_graphrag.extract.cached import Executor, extract_cached
+from tiny_graphrag.index.cache import CallCache
+from tiny_graphrag.index.graph import build_graph
+from tiny_graphrag.index.placement import (
+    check_output,
+    clean_stale_staging,
+    disk_full_error,
+    index_lock,
+    is_index,
+    publish,
+    staging_dir,
+)
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.records import Chunk
+from tiny_graphrag.reports.communities import hierarchical_communities
+from tiny_graphrag.reports.context import SourceText
+from tiny_graphrag.reports.generate import generate_reports
+from tiny_graphrag.schema import Schema
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    documents: int
+    chunks: int
+    entities_per_type: dict[str, int]
+    relations_per_label: dict[str, int]
+    merged_aliases: int
+    dropped_relations: dict[str, int]
+    communities_per_level: dict[int, int]
+    reports: int
+    seconds_per_stage: dict[str, float]
+    model_calls: dict[str, int]  # e.g. {"extraction": n, "extraction_cached": n, "llm": n, "llm_cached": n}
+    warnings: tuple[str, ...] = ()
+    skipped_files: tuple[str, ...] = ()  # files of unsupported types in the input folders
+    fallback_reports: int = 0  # reports built from the data because the model's output was unusable
+    changes: dict[str, Any] | None = None  # an update of an existing index: what it added and removed (sync.changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def _repr_html_(self) -> str:  # Jupyter: the summary as a table
+        from tiny_graphrag.outputs.notebook import summary_html
+
+        return summary_html(self)
+
+    def format(self) -> str:  # for the CLI
+        lines = [
+            f"documents: {self.documents}",
+            f"chunks: {self.chunks}",
+            f"entities: {sum(self.entities_per_type.values())}"
+            + "".join(f"\n  {t}: {n}" for t, n in sorted(self.entities_per_type.items(), key=lambda x: -x[1])),
+            f"relations: {sum(self.relations_per_label.values())}"
+            + "".join(f"\n  {t}: {n}" for t, n in sorted(self.relations_per_label.items(), key=lambda x: -x[1])),
+            f"merged aliases: {self.merged_aliases}",
+            f"relations dropped: {sum(self.dropped_relations.values())}"
+            + "".join(f"\n  {k}: {v}" for k, v in sorted(self.dropped_relations.items())),
+            "communities per level: "
+            + (", ".join(f"C{lvl}={n}" for lvl, n in sorted(self.communities_per_level.items())) or "none"),
+            f"reports: {self.reports}"
+            + (
+                f" ({self.fallback_reports} fallback: the model's output was unusable)" if self.fallback_reports else ""
+            ),
+            "model calls: " + ", ".join(f"{k}={v}" for k, v in self.model_calls.items()),
+            "seconds per stage: " + ", ".join(f"{k}={v:.1f}" for k, v in self.seconds_per_stage.items()),
+        ]
+        if self.changes:
+            lines.append(
+                "changes: "
+                + ", ".join(
+                    f"{k} +{v['added']}/-{v['removed']}" if isinstance(v, dict) else f"{k}={v}"
+                    for k, v in self.changes.items()
+                )
+            )
+        lines += [f"warning: {w}" for w in self.warnings]
+        lines += [f"skipped (unsupported type): {f}" for f in self.skipped_files]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A handle to a built index: its path, its summary, and `open()` for the store."""
+
+    path: Path
+    summary: BuildSummary
+
+    def open(self) -> IndexStore:
+        return IndexStore.open(self.path)
+
+    def _repr_html_(self) -> str:
+        return self.summary._repr_html_()
+
+    def query_engine(self, **kwargs):
+        """A QueryEngine over this index (keyword arguments as QueryEngine's)."""
+        from tiny_graphrag.search.engine import QueryEngine  # search imports the build's records: not at the top
+
+        return QueryEngine(self.path, **kwargs)
+
+
+@contextmanager
+def _stage(seconds: dict[str, float], name: str) -> Iterator[None]:
+    log.info("stage %s ...", name)
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[name] = round(time.perf_counter() - t0, 3)
+        log.info("stage %s done in %.1fs", name, seconds[name])
+
+
+def build_index(
+    inputs: str | os.PathLike | Sequence[str | os.PathLike],
+    out_dir: str | os.PathLike,
+    *,
+    schema: Schema | str | os.PathLike | Mapping[str, Any] | None = None,
+    entity_types: Sequence[str] | None = None,
+    relation_types: Sequence[str] | Mapping[str, Any] | None = None,
+    config: BuildConfig = BuildConfig(),
+    extractor: Extractor | None = None,
+    embedder: TextEmbedder | None = None,
+    llm: LLM | None = None,
+    progress: bool = True,
+    force: bool = False,
+    sync: bool = False,
+    executor: Executor | None = None,
+) -> BuildResult:
+    """Build an index of `inputs` (paths, directories, or raw text strings) into `out_dir`.
+
+    The schema is a Schema, a preset name ("general", "biomedical", "finance", "geography"), a
+    schema file path, a mapping, or given as `entity_types` (+ `relation_types`). `extractor`,
+    `embedder` and `llm` may be passed as ready objects (they are then not loaded from config).
+
+    `out_dir` may be new, an empty folder or an existing index; anything else is refused before
+    any work starts. An existing index is updated: its documents stay, new and changed inputs are
+    indexed, and with `sync` documents not among the inputs are removed; only changed content
+    costs model calls, and the result equals a fresh build of the final documents. The settings
+    must be the index's (else the difference is named); `force` instead rebuilds it from scratch
+    with the settings given (and also replaces an unfinished index). The new version is published
+    only when complete. Nothing outside the index is ever removed or overwritten.
+
+    `executor` (e.g. `distributed.RayExecutor`) runs extraction and embedding elsewhere: it has
+    `extract(extractor, chunks)` yielding (position, Extraction) and `embedder(embedder)`.
+    """
+    schema = _resolve_schema(schema, entity_types, relation_types)
+    paths = [] if isinstance(inputs, LoadedInputs) else input_paths(inputs)
+    out_dir = check_output(Path(out_dir), paths, force=force)
+    with index_lock(out_dir):  # one writer per index; a second fails with a clear message
+        previous = previous_index(out_dir) if is_index(out_dir) and not force else None
+        try:
+            return _build(
+                inputs, out_dir, schema, config, extractor, embedder, llm, progress, force, previous, sync, executor
+            )
+        finally:
+            if previous is not None:
+                previous.close()
+
+
+def _build(
+    inputs,
+    out_dir: Path,
+    schema: Schema,
+    config: BuildConfig,
+    extractor,
+    embedder,
+    llm,
+    progress: bool,
+    force: bool,
+    previous: IndexStore | None,
+    sync: bool,
+    executor: Executor | None,
+) -> BuildResult:
+    if config.extraction.device not in (None, "cpu"):
+        choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
+    clean_stale_staging(out_dir)
+    tmp = staging_dir(out_dir)
+    cache_path = Path(config.cache_dir or out_dir.parent / ".cache") / "calls.sqlite"
+    try:
+        cache = CallCache(cache_path)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise (disk_full_error(exc, cache_path.parent) or exc) from exc
+    try:
+        summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress, previous, sync, executor)
+        publish(tmp, out_dir, force=force)
+    except BaseException as exc:  # Ctrl-C included: never leave a half-written index behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and (err := disk_full_error(exc, out_dir)) is not None:
+            raise err from exc
+        raise
+    finally:
+        cache.close()
+    log.info("index written to %s", out_dir)
+    return BuildResult(path=out_dir, summary=summary)
+
+
+def _resolve_schema(schema, entity_types, relation_types) -> Schema:
+    if entity_types is not None or relation_types is not None:
+        if schema is not None:
+            raise TinyGraphRAGError("pass either schema= or entity_types=/relation_types=, not both")
+        if entity_types is None:
+            entity_types = Schema.preset("general").entity_types
+        return Schema.from_dict({"entity_types": list(entity_types), "relation_types": relation_types or []})
+    return Schema.load(schema)
+
+
+def _run(
+    inputs: Sequence[str | os.PathLike] | LoadedInputs,
+    tmp: Path,
+    schema: Schema,
+    config: BuildConfig,
+    cache: CallCache,
+    extractor: Extractor | None,
+    embedder: TextEmbedder | None,
+    llm: LLM | None,
+    progress: bool,
+    previous: IndexStore | None,
+    sync: bool,
+    executor: Executor | None,
+) -> BuildSummary:
+    seconds: dict[str, float] = {}
+    warnings: list[str] = []
+    calls: dict[str, int] = {}
+
+    with _stage(seconds, "read"):
+        loaded = inputs if isinstance(inputs, LoadedInputs) else collect_documents(inputs)
+        docs = loaded.documents
+        if previous is not None:  # an update: the index's documents with the inputs' changes
+            update = plan(previous.documents(), docs, sync=sync)
+            docs = update.documents
+            log.info(
+                "update: %d document(s) to add, %d to remove, %d already indexed",
+                len(update.added),
+                len(update.removed),
+                len(update.already_indexed),
+            )
+    if loaded.skipped:
+        warnings.append(
+            f"skipped {len(loaded.skipped)} file(s) of unsupported types (convert them to .txt/.md "
+            "to index them); the summary lists them"
+        )
+    with _stage(seconds, "chunk"):
+        chunks = chunk_documents(docs, config.chunking)
+    if not chunks:
+        raise InputError("the inputs contain no text to index (only whitespace or punctuation)")
+
+    store = IndexStore.create(tmp)
+    store.add_documents(docs)
+    store.add_chunks(chunks)
+
+    if previous is not None:  # schema and config first: a difference is named before any model loads
+        check_settings(
+            previous.manifest["settings"],
+            settings(schema.to_dict(), config, {}, {}, None),
+            str(previous.path),
+            only=("schema.", "config."),
+        )
+    if extractor is None:
+        ex_config = config.extraction
+        if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
+            ex_config = replace(ex_config, spacy_label_map=dict(schema.spacy_labels))
+        extractor = make_extractor(schema, ex_config, models_dir=config.models_dir)
+    uses_llm = config.reports or config.tree.enabled
+    if uses_llm:
+        # Load the report model now: a missing or broken GGUF must fail before hours of extraction.
+        if llm is None:
+            llm = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
+        elif not isinstance(llm, CachedLLM):  # a bare backend: cached and counted like the configured model
+            llm = CachedLLM(llm, cache)
+    if config.tree.enabled:
+        from tiny_graphrag.build.tree_cluster import require_libraries
+
+        require_libraries()  # a missing umap-learn fails now, not after the extraction
+    if embedder is None:
+        embedder = Embedder(config.embedder_model, models_dir=config.models_dir, device=config.extraction.device)
+    title = {d.id: document_title(d.source) for d in docs}
+
+    def chunk_text(c: Chunk) -> str:  # what is embedded for a chunk
+        return titled(c.text, title[c.doc_id])
+
+    if executor is not None:  # before extraction: the executor may embed the chunks as it extracts them
+        embedder = executor.embedder(embedder, chunk_text)
+    embedder = CachedEmbedder(embedder, cache)  # an update embeds only new texts
+    llm_info = {"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx} if uses_llm else None
+    current = settings(schema.to_dict(), config, extractor.describe(), embedder.describe(), llm_info)
+    if previous is not None:  # before any model call: an index never mixes two settings
+        check_settings(previous.manifest["settings"], current, str(previous.path))
+
+    with _stage(seconds, "extract"):
+        extractions = extract_cached(extractor, chunks, cache, calls, progress, executor)
+
+    with _stage(seconds, "graph"):
+        graph = build_graph(chunks, extractions, schema)
+        merges = resolve_aliases(graph, embed=embedder.embed, config=config.resolution)
+    if graph.number_of_nodes() == 0:
+        warnings.append(
+            "no entities were found: the graph is empty, so there are no communities or reports; "
+            "naive search still works. Check the schema's entity types and the extraction threshold."
+        )
+    elif graph.number_of_edges() == 0:
+        warnings.append("no relations were found: communities are single entities; check relation types/threshold")
+
+    with _stage(seconds, "embed"):  # no bar: sentence-transformers' "Batches" bars would nest in the build's
+        store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([chunk_text(c) for c in chunks]))
+        keys = list(graph.nodes)
+        store.save_vectors("entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys]))
+
+    with _stage(seconds, "communities"):
+        communities = hierarchical_communities(graph, config.communities)
+        store.save_communities(communities)
+
+    reports = []
+    if config.reports and communities:
+        calls_before, hits_before = llm.calls, llm.cache_hits
+        with _stage(seconds, "reports"):
+            # With the chunk's start, report snippets are cut at the exact document-level spans.
+            starts = {c.id: c.start for c in chunks}
+            sources = {cid: SourceText(sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
+            reports = generate_reports(
+                graph,
+                communities,
+                sources,
+                llm,
+                max_report_tokens=config.llm.max_report_tokens,
+                max_context_tokens=config.llm.report_context_tokens,
+                min_size=config.llm.report_min_size,
+                progress=progress,
+            )
+            store.save_reports(reports)
+            store.save_vectors(
+                "reports", [r.community_id for r in reports], embedder.embed([r.text() for r in reports])
+            )
+        calls["llm"] = llm.calls - calls_before
+        calls["llm_cached"] = llm.cache_hits - hits_before
+    elif config.reports:
+        store.save_vectors("reports", [], embedder.embed([]))
+
+    tree_info: dict[str, Any] | None = None
+    if config.tree.enabled:
+        from tiny_graphrag.build.tree import tree_stage  # imports umap-learn and scikit-learn only when a tree is built
+
+        with _stage(seconds, "tree"):  # an update re-summarizes only clusters whose text is new (call cache)
+            tree_info = tree_stage(store, chunks, llm, embedder, config.tree, progress=progress)
+        calls["tree_llm"], calls["tree_llm_cached"] = tree_info["llm_calls"], tree_info["llm_cached"]
+        if tree_info["note"]:
+            warnings.append(tree_info["note"])
+
+    calls["embedding"], calls["embedding_cached"] = embedder.calls, embedder.cache_hits
+    with _stage(seconds, "save"):
+        store.save_graph(graph)
+        summary = BuildSummary(
+            documents=len(docs),
+            chunks=len(chunks),
+            entities_per_type=dict(Counter(d.get("type", "?") for _, d in graph.nodes(data=True))),
+            relations_per_label=dict(Counter(d.get("label", k) for _, _, k, d in graph.edges(keys=True, data=True))),
+            merged_aliases=len(merges),
+            dropped_relations=dict(graph.graph.get("dropped_relations", {})),
+            communities_per_level=dict(sorted(Counter(c.level for c in communities).items())),
+            reports=len(reports),
+            seconds_per_stage=seconds,
+            model_calls=calls,
+            warnings=tuple(warnings),
+            skipped_files=loaded.skipped,
+            fallback_reports=sum(1 for r in reports if r.fallback),
+            changes=changes(previous, store, calls) if previous is not None else None,
+        )
+        store.write_manifest(
+            {
+                "library_version": __version__,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "schema": schema.to_dict(),
+                "config": asdict(config),
+                "extractor": extractor.describe(),
+                "embedder": embedder.describe(),
+                "llm": llm_info,
+                "tree": tree_info,  # None: built without a tree (`--tree` builds one)
+                "settings": current,
+                "documents": [{"id": d.id, "source": d.source, "chars": len(d.text)} for d in docs],
+                "counts": {
+                    "documents": len(docs),
+                    "chunks": len(chunks),
+                    "entities": graph.number_of_nodes(),
+                    "relations": graph.number_of_edges(),
+                    "communities": len(communities),
+                    "reports": len(reports),
+                },
+                "summary": summary.to_dict(),
+            }
+        )
+        store.close()
+    for w in warnings:
+        log.warning(w)
+    return summary  # its seconds_per_stage is `seconds`, which now holds the "save" stage too
+
+
+def entity_text(data: Mapping[str, Any]) -> str:
+    aliases = [a for a in data.get("aliases", []) if a != data.get("name")][:3]
+    extra = f"; also: {', '.join(aliases)}" if aliases else ""
+    return f"{data.get('name', '')} ({data.get('type', '')}){extra}"

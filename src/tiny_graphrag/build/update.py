@@ -1,0 +1,135 @@
+"""An index you can change: `load_index(path)` and its `add`, `remove` and `sync`.
+
+Each is a `build_index` of the final document set into the same folder with the index's own
+settings (from its manifest), so it is atomic (staged, then published; a kill leaves the old
+version loadable), locked (a second writer fails with a clear message), resumable (finished
+model calls are cached) and equal to a fresh build of the same documents. How the work stays
+proportional to the change is in sync.py. The handle reads the new version afterwards; a
+QueryEngine opened before keeps reading the old one until reopened.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from tiny_graphrag.build.documents import Input, LoadedInputs, collect_documents, input_paths
+from tiny_graphrag.build.pipeline import BuildResult, BuildSummary, build_index
+from tiny_graphrag.config import BuildConfig, from_dict
+from tiny_graphrag.errors import InputError
+from tiny_graphrag.index.placement import check_output
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.schema import Schema
+
+log = logging.getLogger(__name__)
+
+Items = Input | Sequence[Input]
+
+
+def load_index(path: str | os.PathLike) -> Index:
+    """Open a built index (see IndexStore.open) as a handle that can also be updated."""
+    return Index.open(path)
+
+
+class Index(IndexStore):
+    """An IndexStore with `add`, `remove` and `sync`; each returns the update's BuildResult, whose
+    summary's `changes` says what was added and removed and `model_calls` what it cost.
+
+    Models are built from the index's settings unless `extractor=`, `embedder=` or `llm=` are
+    given (they must then match the index's, or the update is refused naming the difference).
+    """
+
+    def add(self, items: Items, *, progress: bool = False, **models: Any) -> BuildResult:
+        """Index new files, directories or texts; a file whose content changed is re-indexed.
+        Inputs already indexed are a no-op (logged)."""
+        loaded = self._collect(items)
+        known = {d.id for d in self.documents()}
+        for doc in loaded.documents:
+            if doc.id in known:
+                log.info("%s is already indexed: nothing to do for it", doc.source)
+        if all(d.id in known for d in loaded.documents):
+            log.info("nothing to add: every input is already in %s", self.path)
+            return BuildResult(self.path, _unchanged(self))
+        return self._update(loaded, sync=False, progress=progress, **models)
+
+    def remove(self, documents: str | Sequence[str], *, progress: bool = False, **models: Any) -> BuildResult:
+        """Remove documents, named by id or by source (the path they were indexed from)."""
+        if isinstance(documents, str):
+            documents = [documents]
+        docs = self.documents()
+        gone: set[str] = set()
+        for name in documents:
+            match = [d.id for d in docs if name in (d.id, d.source) or _same_file(name, d.source)]
+            if not match:
+                raise InputError(
+                    f"{name!r} is not a document of the index {self.path}: give a document id or the path it "
+                    "was indexed from (`tiny-graphrag info` lists them)"
+                )
+            gone.update(match)
+        keep = [d for d in docs if d.id not in gone]
+        if not keep:
+            raise InputError(
+                f"removing {len(gone)} document(s) would leave the index {self.path} empty: an index "
+                "needs at least one document (delete the folder to discard it)"
+            )
+        return self._update(LoadedInputs(keep, ()), sync=True, progress=progress, **models)
+
+    def sync(self, items: Items, *, remove_missing: bool = True, progress: bool = False, **models: Any) -> BuildResult:
+        """Make the index hold exactly `items` (with `remove_missing=False`: add and re-index only)."""
+        return self._update(self._collect(items), sync=remove_missing, progress=progress, **models)
+
+    def _collect(self, items: Items) -> LoadedInputs:
+        """The documents of `items`; inputs inside the index would be replaced with it: refused, as by build."""
+        check_output(self.path, input_paths(items))
+        return collect_documents(items)
+
+    def _update(self, loaded: LoadedInputs, *, sync: bool, progress: bool, **models: Any) -> BuildResult:
+        manifest = self.manifest
+        result = build_index(
+            loaded,
+            self.path,
+            schema=Schema.from_dict(manifest["schema"]),
+            config=config_from_manifest(manifest),
+            progress=progress,
+            sync=sync,
+            **models,
+        )
+        fresh = IndexStore.open(self.path)  # read the new version: the old connection reads the replaced files
+        self.close()
+        self.__dict__.update(fresh.__dict__)
+        return result
+
+
+def config_from_manifest(manifest: dict[str, Any]) -> BuildConfig:
+    """The BuildConfig an index was built with, from its manifest (sections it lacks: defaults)."""
+    return from_dict(BuildConfig, manifest.get("config") or {})
+
+
+def _same_file(name: str, source: str) -> bool:
+    try:
+        return os.path.lexists(name) and os.path.samefile(name, source)
+    except OSError:
+        return False
+
+
+def _unchanged(store: IndexStore) -> BuildSummary:
+    counts = store.manifest.get("counts", {})
+    return BuildSummary(
+        documents=counts.get("documents", 0),
+        chunks=counts.get("chunks", 0),
+        entities_per_type={},
+        relations_per_label={},
+        merged_aliases=0,
+        dropped_relations={},
+        communities_per_level={},
+        reports=counts.get("reports", 0),
+        seconds_per_stage={},
+        model_calls={},
+        warnings=("every input is already indexed: nothing was changed",),
+        changes={
+            k: {"added": 0, "removed": 0}
+            for k in ("documents", "chunks", "entities", "relations", "communities", "reports")
+        },
+    )

@@ -1,0 +1,359 @@
+"""The command line: a thin layer over build_index, IndexStore, QueryEngine and download_models."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+
+from tiny_graphrag.cli.parser import build_parser
+from tiny_graphrag.config import BuildConfig
+from tiny_graphrag.errors import ConfigError, InputError, TinyGraphRAGError
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.outputs.notebook import community_sizes
+
+log = logging.getLogger("tiny_graphrag")
+
+
+# ---- export and view -----------------------------------------------------------------------
+def _export(args) -> None:
+    from tiny_graphrag.outputs.export import export_index
+
+    for path in export_index(args.index, args.format, args.out, force=args.force):
+        print(path)
+
+
+def _view(args) -> None:
+    from tiny_graphrag.outputs.view import write_view
+
+    print(write_view(args.index, args.out, level=args.level, top=args.top, community=args.community, force=args.force))
+
+
+def _build(args) -> None:
+    from tiny_graphrag.build.pipeline import build_index  # loads the pipeline's modules: not needed for --help or info
+
+    cfg = BuildConfig()
+    ex = replace(
+        cfg.extraction,
+        **_given(
+            extractor=args.extractor,
+            spacy_model=args.spacy_model,
+            gliner_model=args.gliner_model,
+            glirel_model=args.glirel_model,
+            entity_threshold=args.entity_threshold,
+            relation_threshold=args.relation_threshold,
+            device=args.device,
+            quantize=args.quantize,
+            runtime=args.runtime,
+        ),
+    )
+    ch = cfg.chunking
+    max_tokens = ch.max_tokens if args.max_tokens is None else args.max_tokens
+    overlap = ch.overlap_tokens if args.overlap is None else args.overlap
+    if overlap >= max_tokens:
+        given = "" if args.overlap is not None else f" (the default; pass --overlap N with N < {max_tokens})"
+        raise ConfigError(f"--overlap {overlap}{given} must be less than --max-tokens {max_tokens}")
+    ch = replace(ch, max_tokens=max_tokens, overlap_tokens=overlap)
+    llm = replace(
+        cfg.llm,
+        **_given(
+            model=args.llm,
+            chat_format=args.chat_format,
+            n_ctx=args.n_ctx,
+            max_report_tokens=args.report_max_tokens,
+            report_context_tokens=args.report_context_tokens,
+            report_min_size=args.report_min_size,
+        ),
+    )
+    com = replace(cfg.communities, **_given(max_cluster_size=args.max_cluster_size))
+    cfg = replace(
+        cfg,
+        extraction=ex,
+        chunking=ch,
+        llm=llm,
+        communities=com,
+        reports=not args.no_reports,
+        tree=replace(cfg.tree, enabled=args.tree),
+        models_dir=args.models_dir,
+        **({"embedder_model": args.embedder} if args.embedder else {}),
+    )
+    executor = None
+    if args.ray is not None:
+        from tiny_graphrag.extract.ray_executor import RayExecutor
+
+        executor = RayExecutor(
+            args.ray or None, concurrency=args.ray_actors, batch_size=ex.batch_size, num_gpus=args.ray_gpus
+        )
+    result = build_index(
+        args.inputs,
+        args.out,
+        schema=args.schema,
+        config=cfg,
+        progress=True,
+        force=args.force,
+        sync=args.sync,
+        executor=executor,
+    )
+    _print_summary(result, args.json)
+
+
+def _given(**options: object) -> dict:
+    """The options given on the command line (None: not given, the default stays)."""
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _update(args) -> None:
+    from tiny_graphrag.build.update import load_index  # loads the pipeline's modules
+
+    with closing(load_index(args.index)) as index:
+        if args.command == "add":
+            result = index.add(args.inputs, progress=True)
+        else:
+            result = index.remove(args.documents, progress=True)
+    _print_summary(result, args.json)
+
+
+def _print_summary(result, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result.summary.to_dict(), indent=2))
+    else:
+        print(f"index: {result.path}")
+        print(result.summary.format())
+
+
+def index_info(path: str | Path, top: int = 5) -> dict:
+    """Documents, chunks, entities, relations, community levels and the top reports of an index."""
+    store = IndexStore.open(path)
+    m = store.manifest
+    reports = sorted(store.reports(), key=lambda r: -r.rating)
+    graph = store.graph()
+    info = {
+        "index": str(path),
+        "format_version": m.get("format_version"),
+        "library_version": m.get("library_version"),
+        "created": m.get("created"),
+        "documents": m.get("documents", []),
+        "counts": m.get("counts", {}),
+        "entities_per_type": dict(Counter(d.get("type") for _, d in graph.nodes(data=True))),
+        "relations_per_label": dict(Counter(k for _, _, k in graph.edges(keys=True))),
+        "merged_aliases": len(graph.graph.get("merges", [])),
+        # reports built from the data because the model's output was unusable
+        "fallback_reports": sum(1 for r in reports if r.fallback),
+        "skipped_files": list((m.get("summary") or {}).get("skipped_files", [])),
+        "levels": [
+            {
+                "level": lvl,
+                "communities": len(sizes),
+                "min_size": min(sizes),
+                "max_size": max(sizes),
+                "mean_size": round(sum(sizes) / len(sizes), 2),
+            }
+            for lvl, sizes in community_sizes(store).items()
+        ],
+        "top_reports": [
+            {"community": r.community_id, "level": r.level, "rating": r.rating, "title": r.title, "summary": r.summary}
+            for r in reports[:top]
+        ],
+        "models": {"extractor": m.get("extractor"), "embedder": m.get("embedder"), "llm": m.get("llm")},
+        "tree": m.get("tree"),  # None: built without a RAPTOR tree
+    }
+    store.close()
+    return info
+
+
+def _info(args) -> None:
+    info = index_info(args.index, args.top)
+    if args.json:
+        print(json.dumps(info, indent=2, ensure_ascii=False))
+        return
+    c = info["counts"]
+    print(
+        f"index {info['index']} (format {info['format_version']}, built {info['created']} by {info['library_version']})"
+    )
+    print(
+        f"documents: {c.get('documents')}  chunks: {c.get('chunks')}  entities: {c.get('entities')}  "
+        f"relations: {c.get('relations')}  merged aliases: {info['merged_aliases']}"
+    )
+    for t, n in sorted(info["entities_per_type"].items(), key=lambda x: -x[1]):
+        print(f"  entity {t}: {n}")
+    for t, n in sorted(info["relations_per_label"].items(), key=lambda x: -x[1]):
+        print(f"  relation {t}: {n}")
+    if info["fallback_reports"]:
+        print(
+            f"reports: {c.get('reports')}, of which {info['fallback_reports']} fallback (the model's output was "
+            "unusable: they list the community's data)"
+        )
+    for lvl in info["levels"]:
+        print(
+            f"level C{lvl['level']}: {lvl['communities']} communities, size {lvl['min_size']}-{lvl['max_size']} "
+            f"(mean {lvl['mean_size']})"
+        )
+    for r in info["top_reports"]:
+        print(f"  [{r['rating']:.1f}] {r['title']} ({r['community']}, C{r['level']})")
+    tree = info["tree"]
+    if not tree:
+        print("tree: none (build with --tree for `query tree`)")
+        return
+    layers = ", ".join(f"L{k}={v}" for k, v in sorted(tree["nodes_per_layer"].items(), key=lambda x: int(x[0])))
+    print(
+        f"tree: nodes per layer {layers} (L0 = chunks); summary tokens: {tree['summary_tokens']}; "
+        f"LLM calls: {tree['llm_calls']} (+{tree['llm_cached']} from the cache)"
+        + (f"; {tree['fallback_summaries']} extracted (no usable summary)" if tree["fallback_summaries"] else "")
+    )
+    if tree.get("note"):
+        print(f"  note: {tree['note']}")
+
+
+def _query(args) -> None:
+    from tiny_graphrag.search.config import SearchConfig
+    from tiny_graphrag.search.engine import QueryEngine
+
+    if (args.level is not None or args.over is not None) and args.mode != "global":
+        raise InputError("--level and --over are only for global search")
+    if args.strategy is not None and args.mode != "tree":
+        raise InputError("--strategy is only for tree search")
+    config = SearchConfig(context_tokens=args.context_tokens)
+    qe = QueryEngine(args.index, models_dir=args.models_dir, config=config)
+    if changes := _given(model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx):
+        qe.change_llm_settings(**changes)  # the index's build LLM settings, but for these
+    kwargs = {
+        "global": {"level": args.level, "config": replace(config.global_, source=args.over or "auto")},
+        "tree": {"strategy": args.strategy},
+    }.get(args.mode, {})
+    stream = args.stream and not args.json and not args.only_context
+    result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
+    if args.show_context or args.only_context:
+        print("----- context -----")
+        print(result.context)
+        if args.only_context:
+            _print_notes(result)  # e.g. a budget the window could not hold
+            return
+        print("----- answer -----")
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    elif stream:
+        for piece in result:  # the answer as the model writes it
+            print(piece, end="", flush=True)
+        print()
+        result = result.result
+    else:
+        print(result.answer)  # citations checked: ids that are not in the context were removed
+    if not args.json:
+        _print_citations(result)
+    _print_notes(result)
+    if result.invalid_citations and not args.json:
+        removed = "; ".join(
+            f"{kind.capitalize()} ({', '.join(map(str, ids))})" for kind, ids in result.invalid_citations.items()
+        )
+        print(f"note: removed citations of ids that are not in the context: {removed}", file=sys.stderr)
+
+
+def _print_notes(result) -> None:
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
+def _print_citations(result) -> None:
+    """What each cited id points at, so a reader can check the answer against its sources."""
+    src = result.sources
+    label = {  # kind -> id -> what to print for it
+        "sources": {
+            c.id: f'{Path(c.source).name or c.doc_id} chars {c.start}-{c.end}: "{_snippet(c.text)}"' for c in src.chunks
+        },
+        "reports": {r.id: r.label(result.details.get("summaries")) for r in src.reports},
+        "entities": {e.id: f"{e.name} ({e.type})" for e in src.entities},
+        "relationships": {r.id: f"{r.head} -{r.label}-> {r.tail}" for r in src.relationships},
+    }
+    lines = [
+        f"  [{kind.capitalize()} {i}] {label[kind][i]}"
+        for kind, ids in result.citations().items()
+        for i in ids
+        if i in label.get(kind, {})
+    ]
+    if lines:
+        print("cited:", *lines, sep="\n")
+
+
+def _snippet(text: str, n: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _evaluate(args) -> None:
+    from tiny_graphrag.evaluation.head_to_head import evaluate, open_judge, read_questions
+    from tiny_graphrag.search.engine import QueryEngine
+
+    if args.out is not None and args.out.exists():
+        raise InputError(f"--out {args.out} exists: choose a new file name (nothing is overwritten)")
+    questions = read_questions(args.questions_file) if args.questions_file else args.questions
+    with QueryEngine(args.index, models_dir=args.models_dir) as qe:
+        if args.llm is not None:
+            qe.change_llm_settings(model=args.llm)
+        judge = open_judge(args.judge, qe, n_ctx=args.n_ctx, chat_format=args.chat_format)
+        result = evaluate(
+            qe,
+            judge,
+            questions=questions,
+            a=args.a,
+            b=args.b,
+            source=args.source,
+            description=args.description,
+            answer_tokens=args.answer_tokens,
+        )
+    data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+    if args.out:
+        args.out.write_text(data + "\n", encoding="utf-8")
+    print(data if args.json else result.format())
+
+
+def _models(args) -> int:
+    from tiny_graphrag.backends.files import download_models, model_status
+
+    if args.models_command == "download":
+        for path in download_models(args.only, models_dir_=args.models_dir):
+            print(f"downloaded {path}")
+        return 0
+    rows = model_status(args.models_dir)
+    for row in rows:
+        print(row)
+    return 1 if any(row.bad_files for row in rows) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:  # a command returns its exit status, None for success
+        return {
+            "build": _build,
+            "add": _update,
+            "remove": _update,
+            "info": _info,
+            "query": _query,
+            "evaluate": _evaluate,
+            "models": _models,
+            "export": _export,
+            "view": _view,
+        }[args.command](args) or 0
+    except TinyGraphRAGError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader went away (`info --json | head`): stop quietly, and keep Python from
+        # complaining again while it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print("interrupted: nothing was published; rerun the same command to resume from the cache", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

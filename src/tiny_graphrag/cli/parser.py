@@ -1,0 +1,274 @@
+"""The command line's arguments: every subcommand, its options, their types and help."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from pathlib import Path
+
+
+def _int_at_least(low: int):
+    return _number(low, kind=int)
+
+
+def _number(low: float, high: float = math.inf, kind: type = float):
+    allowed = f"at least {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            shown = "" if high == math.inf else f" {allowed}"
+            number = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {number}{shown}, got '{text}'") from None
+        if not low <= value <= high:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {value}")
+        return value
+
+    return parse
+
+
+def _device(text: str) -> str:
+    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", text):
+        raise argparse.ArgumentTypeError(f"expected cpu, cuda, cuda:N or mps, got '{text}'")
+    return text
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, but not the "None" of options whose default is decided later."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tiny_graphrag.extract.base import extractor_names
+
+    # -v is accepted before and after the subcommand: a shared parent with a suppressed default
+    # keeps the top-level value when the subcommand does not repeat it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log progress details")
+    kw = {"parents": [common], "formatter_class": _Formatter}
+    p = argparse.ArgumentParser(prog="tiny-graphrag", description="A small, fully local GraphRAG.", **kw)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    b = sub.add_parser("build", help="build an index from .txt/.md files or directories", **kw)
+    b.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
+    b.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="index folder, e.g. graphs/NAME: new, empty, or an existing index built with the same "
+        "settings, which is updated (only new or changed documents cost model calls) and replaced "
+        "once the new version is complete; nothing else is ever replaced",
+    )
+    b.add_argument(
+        "--sync",
+        action="store_true",
+        help="updating an existing index: also remove its documents that are not among the inputs",
+    )
+    b.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild an existing index from scratch (e.g. with other settings), and also replace an "
+        "unfinished index (index files without a manifest) at --out",
+    )
+    b.add_argument(
+        "--schema",
+        help="schema file (.toml/.yaml/.json) or preset name (general, biomedical, finance, "
+        "geography; default general)",
+    )
+    b.add_argument("--extractor", choices=extractor_names(), default="gliner", help="entity/relation extractor")
+    b.add_argument("--spacy-model", help="installed spaCy pipeline or path (default en_core_web_sm)")
+    b.add_argument(
+        "--gliner-model", help="GLiNER model folder name under models/ or a path (default gliner_mediumv2.1)"
+    )
+    b.add_argument("--glirel-model", help="GLiREL model folder name under models/ or a path (default glirel-large-v0)")
+    b.add_argument(
+        "--embedder", help="sentence-transformers model name under models/ or a path (default all-MiniLM-L6-v2)"
+    )
+    b.add_argument(
+        "--llm",
+        help="GGUF file name under models/ or a path, for community reports "
+        "(default Llama-3.2-3B-Instruct-Q4_K_M.gguf)",
+    )
+    b.add_argument("--chat-format", help="llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
+    b.add_argument("--n-ctx", type=_int_at_least(256), help="LLM context window in tokens (default 4096)")
+    b.add_argument("--no-reports", action="store_true", help="skip community reports (no LLM needed)")
+    b.add_argument(
+        "--tree",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="build a RAPTOR tree of recursive summaries for `query tree` (an LLM call per cluster; "
+        "needs the 'tree' extra)",
+    )
+    b.add_argument(
+        "--report-max-tokens", type=_int_at_least(1), help="output budget per community report (default 800)"
+    )
+    b.add_argument(
+        "--report-context-tokens",
+        type=_int_at_least(1),
+        help="context budget per community report (default: what --n-ctx leaves)",
+    )
+    b.add_argument(
+        "--report-min-size", type=_int_at_least(1), help="communities of fewer entities get no report (default 1: all)"
+    )
+    b.add_argument("--entity-threshold", type=_number(0, 1), help="minimum entity score, in [0, 1] (default 0.5)")
+    b.add_argument("--relation-threshold", type=_number(0, 1), help="minimum relation score, in [0, 1] (default 0.5)")
+    b.add_argument("--max-tokens", type=_int_at_least(8), help="chunk size in word tokens (default 256)")
+    b.add_argument(
+        "--overlap", type=_int_at_least(0), help="chunk overlap in word tokens, less than --max-tokens (default 32)"
+    )
+    b.add_argument(
+        "--max-cluster-size",
+        type=_int_at_least(1),
+        help="largest community before Leiden splits it into the next level (default 10)",
+    )
+    b.add_argument(
+        "--device", type=_device, help="torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)"
+    )
+    b.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    b.add_argument(
+        "--quantize",
+        choices=["int8"],
+        help="GLiNER/GLiREL linear layers as dynamic int8 on CPU (faster; scores move slightly, see bench/RESULTS.md)",
+    )
+    b.add_argument(
+        "--runtime",
+        choices=["torch", "onnx"],
+        help="run GLiNER/GLiREL's encoders with ONNX Runtime "
+        "on CPU (same predictions, faster; needs tiny-graphrag[onnx]) or PyTorch (the default)",
+    )
+    b.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="extract and embed on Ray actors: a "
+        "cluster's HOST:PORT, or no address for RAY_ADDRESS or a local instance (needs tiny-graphrag[ray])",
+    )
+    b.add_argument("--ray-actors", type=_int_at_least(1), default=1, help="Ray actors (model copies)")
+    b.add_argument("--ray-gpus", type=_number(0), default=0.0, help="GPUs per Ray actor (1 on a GPU cluster)")
+    b.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)
+    a.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
+    r = sub.add_parser("remove", help="remove documents from an index", **kw)
+    r.add_argument("documents", nargs="+", help="document ids or the paths they were indexed from (see info)")
+    for update in (a, r):
+        update.add_argument("--index", required=True, type=Path, help="an index folder written by build")
+        update.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    i = sub.add_parser("info", help="describe a built index", **kw)
+    i.add_argument("index", help="an index folder written by build")
+    i.add_argument("--top", type=_int_at_least(0), default=5, help="how many top-rated reports to list")
+    i.add_argument("--json", action="store_true", help="print as JSON")
+
+    q = sub.add_parser("query", help="ask a question of an index", **kw)
+    q.add_argument("mode", choices=["local", "global", "naive", "tree"], help="search mode")
+    q.add_argument("question", help="the question, in quotes")
+    q.add_argument("--index", required=True, help="an index folder written by build")
+    q.add_argument("--level", type=_int_at_least(0), help="community level for global search (default: chosen by size)")
+    q.add_argument(
+        "--over",
+        choices=["reports", "tree"],
+        help="global search: map the community reports or the tree's summaries (default: the reports, "
+        "else the tree's summaries)",
+    )
+    q.add_argument(
+        "--strategy",
+        choices=["collapsed", "traversal"],
+        help="tree search: rank every layer at once (collapsed, the default) or walk down from the top",
+    )
+    q.add_argument("--show-context", action="store_true", help="print the context the model saw")
+    q.add_argument("--only-context", action="store_true", help="build the context without calling the LLM")
+    q.add_argument(
+        "--stream",
+        action="store_true",
+        help="print the answer as it is generated (raw: citations are checked only at the end)",
+    )
+    q.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    q.add_argument("--llm", help="GGUF file name under models/ or a path (default: the one the index was built with)")
+    q.add_argument("--chat-format", help="llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
+    q.add_argument("--n-ctx", type=_int_at_least(256), help="LLM context window in tokens (default: the build's)")
+    q.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    q.add_argument(
+        "--context-tokens",
+        type=_int_at_least(64),
+        help="at most this many tokens of data per prompt (default: what --n-ctx leaves; "
+        "a small model answers better from less)",
+    )
+
+    e = sub.add_parser(
+        "evaluate",
+        help="judge two search modes head to head on global questions (GraphRAG paper "
+        "§4.1): win rates per criterion and the judge's order agreement",
+        **kw,
+    )
+    e.add_argument("--index", required=True, help="an index folder written by build (with community reports)")
+    e.add_argument(
+        "--judge",
+        help="GGUF file name under models/ or a path, that writes the questions and judges "
+        "(default: the index's LLM; a larger model gives a trustworthy judge)",
+    )
+    e.add_argument("--questions", type=_int_at_least(1), default=8, help="how many questions to generate")
+    e.add_argument("--questions-file", type=Path, help="questions to use instead, one per line")
+    e.add_argument(
+        "--source",
+        choices=["personas", "reports"],
+        default="personas",
+        help="generate questions from personas -> tasks -> questions, or from the top community reports",
+    )
+    e.add_argument(
+        "--description",
+        help="a sentence or two describing the corpus, for personas "
+        "(default: the documents' openings and top report titles)",
+    )
+    e.add_argument("--a", default="global", choices=["global", "naive", "local"], help="first search mode")
+    e.add_argument("--b", default="naive", choices=["global", "naive", "local"], help="second search mode")
+    e.add_argument(
+        "--answer-tokens",
+        type=_int_at_least(16),
+        default=700,
+        help="each answer is cut to this many tokens for the judge",
+    )
+    e.add_argument("--llm", help="GGUF that answers (default: the one the index was built with)")
+    e.add_argument("--chat-format", help="llama.cpp chat format of --judge, when the GGUF has no template")
+    e.add_argument("--n-ctx", type=_int_at_least(256), help="judge context window in tokens (default 4096)")
+    e.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    e.add_argument("--out", type=Path, help="also write the whole evaluation (questions, answers, verdicts) as JSON")
+    e.add_argument("--json", action="store_true", help="print the whole evaluation as JSON")
+
+    m = sub.add_parser("models", help="list or download the default models", **kw)
+    msub = m.add_subparsers(dest="models_command", required=True, metavar="ACTION")
+    d = msub.add_parser("download", help="download the default models (needs network access)", **kw)
+    d.add_argument("--only", nargs="+", help="model names to fetch (default: all)")
+    d.add_argument("--models-dir", help="where to put them (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    ls = msub.add_parser("list", help="show where each default model is expected and whether it is there", **kw)
+    ls.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    _add_export_parsers(sub, kw)
+    return p
+
+
+def _add_export_parsers(sub, kw) -> None:
+    from tiny_graphrag.outputs.export import FORMATS
+
+    x = sub.add_parser(
+        "export", help="write an index as GraphML, GEXF, JSON node-link, GraphRAG parquet or Neo4j CSV + Cypher", **kw
+    )
+    x.add_argument("index", help="an index folder written by build")
+    x.add_argument(
+        "--format", required=True, choices=FORMATS, help="graphml/gexf/json: one file; parquet/neo4j: a folder of files"
+    )
+    x.add_argument("--out", required=True, type=Path, help="the file (or folder) to write")
+    x.add_argument("--force", action="store_true", help="replace an existing export (nothing else is touched)")
+    v = sub.add_parser("view", help="write one offline HTML page to explore the graph and its communities", **kw)
+    v.add_argument("index", help="an index folder written by build")
+    v.add_argument("--level", type=_int_at_least(0), default=0, help="community level that colours the entities")
+    v.add_argument("--top", type=_int_at_least(1), default=200, help="show the N entities with the most relations")
+    v.add_argument("--community", help="show only this community's entities (an id from `info`)")
+    v.add_argument("--out", type=Path, default=Path("graph.html"), help="the HTML file to write")
+    v.add_argument("--force", action="store_true", help="replace an existing file at --out")

@@ -1,0 +1,1 @@
+"""GraphRAG's head-to-head evaluation of answers by a judge model."""

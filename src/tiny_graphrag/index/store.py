@@ -1,0 +1,368 @@
+"""The index directory: manifest, graph pickle, SQLite store of texts/communities/reports, vectors.
+
+Layout of `graphs/NAME/`::
+
+    manifest.json      written last: its presence means the index is complete
+    graph.pkl          the networkx MultiDiGraph (loaded with a restricted unpickler)
+    index.sqlite       documents, chunks (+ FTS5 keyword index), communities, reports
+    vectors/NAME.npy   L2-normalized float32 rows; vectors/NAME.ids.json the row ids
+
+A build writes into a temporary sibling directory and `publish` moves it into place, so an
+interrupted build never leaves something that loads as if complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tiny_graphrag.errors import IndexFormatError
+from tiny_graphrag.index.placement import MANIFEST, STAGING_MARKER, is_unfinished_index
+from tiny_graphrag.records import Chunk, Community, Document, Finding, Report, TreeNode, short_ids
+
+# 2: content-derived citation ids (hids, sids) and the build settings an update checks (issue 14).
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # a version-1 index is queried as before, only not updated
+GRAPH = "graph.pkl"
+DATABASE = "index.sqlite"
+VECTORS = "vectors"
+
+_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS documents (id TEXT PRIMARY KEY, source TEXT NOT NULL, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    sid INTEGER PRIMARY KEY,            -- short source id, cited as [Data: Sources (sid)]
+    id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL REFERENCES documents(id),
+    idx INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+    n_tokens INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    text, content='chunks', content_rowid='sid', tokenize='porter unicode61');
+CREATE TABLE IF NOT EXISTS communities (
+    id TEXT PRIMARY KEY, level INTEGER NOT NULL, parent TEXT,
+    children TEXT NOT NULL, nodes TEXT NOT NULL, edges TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reports (
+    community_id TEXT PRIMARY KEY, level INTEGER NOT NULL, rating REAL NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tree_nodes (id TEXT PRIMARY KEY, layer INTEGER NOT NULL, body TEXT NOT NULL);
+"""
+
+_FTS_TOKEN = re.compile(r"\w+")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class IndexStore:
+    """Read (and, while building, write) access to one index directory."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._manifest: dict[str, Any] | None = None
+        self._db = sqlite3.connect(self.path / DATABASE, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._graph = None
+
+    # ---- opening ------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike) -> IndexStore:
+        (Path(path) / VECTORS).mkdir(parents=True, exist_ok=True)
+        store = cls(path)
+        store._db.executescript(_SCHEMA_SQL)
+        return store
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> IndexStore:
+        """Open a complete index, or raise IndexFormatError saying what is wrong and the fix."""
+        path = Path(path)
+        if not path.is_dir():
+            raise IndexFormatError(
+                f"no index at {path}"
+                + (" (it is a file)" if path.exists() else "")
+                + ": give the folder a build wrote, or build one with `tiny-graphrag build FILE... --out DIR`"
+            )
+        manifest_path = path / MANIFEST
+        if not manifest_path.is_file():
+            if is_unfinished_index(path):
+                raise IndexFormatError(
+                    f"{path} is not a complete index (no {MANIFEST}): its build did not finish. Rerun the "
+                    f"build with `--out {path} --force`"
+                )
+            raise IndexFormatError(
+                f"{path} is not a tiny-graphrag index (no {MANIFEST}): give the folder a build wrote with --out"
+            )
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            if not isinstance(manifest, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:  # UnicodeDecodeError included
+            raise IndexFormatError(f"{manifest_path} is corrupt ({exc}); rebuild the index") from exc
+        version = manifest.get("format_version")
+        if version not in READABLE_VERSIONS:
+            raise IndexFormatError(
+                f"index {path} has format version {version}, this tiny-graphrag reads version "
+                f"{FORMAT_VERSION}: rebuild it with `tiny-graphrag build` (or use the library version "
+                f"{manifest.get('library_version', '?')} that built it)"
+            )
+        files = manifest.get("files", {})
+        if DATABASE not in files:
+            raise IndexFormatError(f"{manifest_path} lists no {DATABASE}: it is damaged; rebuild the index")
+        # Every file is checked now, so a damaged index is refused before any query reads it.
+        for name, digest in files.items():
+            if not (path / name).is_file():
+                raise IndexFormatError(f"index {path} is incomplete: {name} is missing; rebuild the index")
+            if sha256_file(path / name) != digest:
+                raise IndexFormatError(
+                    f"{path / name} does not match the hash in {MANIFEST}: it was modified or damaged after "
+                    "the build. Rebuild the index with `tiny-graphrag build`"
+                )
+        store = cls(path)
+        store._manifest = manifest
+        return store
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        if self._manifest is None:
+            p = self.path / MANIFEST
+            self._manifest = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
+        return self._manifest
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ---- in notebooks (notebook.py, view.py) ----------------------------------------------
+    def _repr_html_(self) -> str:
+        from tiny_graphrag.outputs.notebook import index_html
+
+        return index_html(self)
+
+    def view(self, *, level: int = 0, top: int = 200, community: str | None = None, height: int = 640):
+        """The interactive graph view, shown inline in a notebook (see view.py for the options)."""
+        from tiny_graphrag.outputs.notebook import InlineView
+        from tiny_graphrag.outputs.view import view_html
+
+        return InlineView(view_html(self, level=level, top=top, community=community), height=height)
+
+    # ---- documents and chunks -----------------------------------------------------------
+    def add_documents(self, docs: Iterable[Document]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO documents (id, source, text) VALUES (?, ?, ?)",
+                [(d.id, d.source, d.text) for d in docs],
+            )
+
+    def add_chunks(self, chunks: Sequence[Chunk]) -> None:
+        # Source ids derive from chunk ids, so citations of unchanged text survive an update.
+        sids = short_ids((c.id for c in chunks), taken=self.source_ids().values())
+        with self._db:
+            self._db.executemany(
+                'INSERT INTO chunks (sid, id, doc_id, idx, start, "end", n_tokens, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                [(sids[c.id], c.id, c.doc_id, c.index, c.start, c.end, c.n_tokens, c.text) for c in chunks],
+            )
+            self._db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+
+    def _one(self, sql: str, key: object) -> sqlite3.Row:
+        row = self._db.execute(sql, (key,)).fetchone()
+        if row is None:
+            raise KeyError(key)
+        return row
+
+    @staticmethod
+    def _document(r: sqlite3.Row) -> Document:
+        return Document(id=r["id"], text=r["text"], source=r["source"])
+
+    @staticmethod
+    def _chunk(r: sqlite3.Row) -> Chunk:
+        return Chunk(
+            id=r["id"],
+            doc_id=r["doc_id"],
+            index=r["idx"],
+            text=r["text"],
+            start=r["start"],
+            end=r["end"],
+            n_tokens=r["n_tokens"],
+        )
+
+    def documents(self) -> list[Document]:
+        return [self._document(r) for r in self._db.execute("SELECT * FROM documents ORDER BY rowid")]
+
+    def document(self, doc_id: str) -> Document:
+        return self._document(self._one("SELECT * FROM documents WHERE id = ?", doc_id))
+
+    def chunks(self) -> list[Chunk]:
+        rows = self._db.execute(  # in document order, as they were added
+            "SELECT c.* FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY d.rowid, c.idx"
+        )
+        return [self._chunk(r) for r in rows]
+
+    def chunk(self, chunk_id: str) -> Chunk:
+        return self._chunk(self._one("SELECT * FROM chunks WHERE id = ?", chunk_id))
+
+    def chunks_by_id(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks of these ids, in that order (a few queries, not one per chunk)."""
+        found: dict[str, Chunk] = {}
+        wanted = list(dict.fromkeys(chunk_ids))
+        for i in range(0, len(wanted), 500):  # under SQLite's bound on query parameters
+            part = wanted[i : i + 500]
+            rows = self._db.execute(f"SELECT * FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)
+            found.update((c.id, c) for c in map(self._chunk, rows))
+        missing = [c for c in wanted if c not in found]
+        if missing:
+            raise KeyError(f"no chunk {missing[0]!r} in {self.path}")
+        return [found[c] for c in chunk_ids]
+
+    def chunk_by_sid(self, sid: int) -> Chunk:
+        return self._chunk(self._one("SELECT * FROM chunks WHERE sid = ?", int(sid)))
+
+    def source_ids(self) -> dict[str, int]:
+        """chunk id -> short source id (sid), the number answers and reports cite."""
+        return {r[0]: r[1] for r in self._db.execute("SELECT id, sid FROM chunks")}
+
+    def sources(self) -> dict[str, tuple[int, str]]:
+        """chunk id -> (sid, text): what report generation cites."""
+        return {r[0]: (r[1], r[2]) for r in self._db.execute("SELECT id, sid, text FROM chunks")}
+
+    def keyword_search(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
+        """BM25 over chunk texts (SQLite FTS5, Porter stemming). Returns (chunk id, score), best first."""
+        terms = sorted({t.lower() for t in _FTS_TOKEN.findall(query)})
+        if not terms:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        rows = self._db.execute(
+            "SELECT c.id, bm25(chunks_fts) AS s FROM chunks_fts JOIN chunks c ON c.sid = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            (match, int(limit)),
+        ).fetchall()
+        return [(r[0], -float(r[1])) for r in rows]  # FTS5's bm25 is lower-is-better
+
+    # ---- graph ----------------------------------------------------------------------------
+    def save_graph(self, graph) -> None:
+        from tiny_graphrag.index.graph import save_graph
+
+        save_graph(graph, self.path / GRAPH)
+        self._graph = graph
+
+    def graph(self):
+        """The knowledge graph, loaded once (its hash was checked when the index was opened)."""
+        if self._graph is None:
+            from tiny_graphrag.index.graph import load_graph
+
+            self._graph = load_graph(self.path / GRAPH)  # a missing file: IndexFormatError, with the fix
+        return self._graph
+
+    # ---- communities and reports ----------------------------------------------------------
+    def save_communities(self, communities: Sequence[Community]) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM communities")
+            self._db.executemany(
+                "INSERT INTO communities (id, level, parent, children, nodes, edges) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        c.id,
+                        c.level,
+                        c.parent,
+                        json.dumps(list(c.children)),
+                        json.dumps(list(c.nodes)),
+                        json.dumps([list(e) for e in c.edges]),
+                    )
+                    for c in communities
+                ],
+            )
+
+    def communities(self) -> list[Community]:
+        rows = self._db.execute("SELECT * FROM communities ORDER BY level, rowid").fetchall()
+        return [
+            Community(
+                id=r["id"],
+                level=r["level"],
+                parent=r["parent"],
+                children=tuple(json.loads(r["children"])),
+                nodes=tuple(json.loads(r["nodes"])),
+                edges=tuple(tuple(e) for e in json.loads(r["edges"])),
+            )
+            for r in rows
+        ]
+
+    def save_reports(self, reports: Sequence[Report]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO reports (community_id, level, rating, body) VALUES (?, ?, ?, ?)",
+                [(r.community_id, r.level, r.rating, json.dumps(asdict(r), ensure_ascii=False)) for r in reports],
+            )
+
+    def reports(self, level: int | None = None) -> list[Report]:
+        sql = "SELECT body FROM reports" + (" WHERE level = ?" if level is not None else "") + " ORDER BY rowid"
+        rows = self._db.execute(sql, (() if level is None else (level,))).fetchall()
+        return [
+            Report(**{**d, "findings": tuple(Finding(**f) for f in d.get("findings", ()))})
+            for d in (json.loads(body) for (body,) in rows)
+        ]
+
+    # ---- RAPTOR tree (its summary vectors are the "tree" vectors) --------------------------
+    def save_tree(self, nodes: Sequence[TreeNode]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO tree_nodes (id, layer, body) VALUES (?, ?, ?)",
+                [(n.id, n.layer, json.dumps(asdict(n), ensure_ascii=False)) for n in nodes],
+            )
+
+    def tree(self) -> list[TreeNode]:
+        """The summary nodes, lowest layer first ([] for an index without a tree)."""
+        try:
+            rows = self._db.execute("SELECT body FROM tree_nodes ORDER BY layer, rowid").fetchall()
+        except sqlite3.OperationalError:  # an index written before trees existed has no such table
+            return []
+        return [
+            TreeNode(**{**d, "children": tuple(d["children"]), "chunks": tuple(d["chunks"])})
+            for d in (json.loads(body) for (body,) in rows)
+        ]
+
+    # ---- vectors --------------------------------------------------------------------------
+    def save_vectors(self, name: str, ids: Sequence[str], matrix: np.ndarray) -> None:
+        if len(ids) != len(matrix):
+            raise ValueError(f"vectors '{name}': {len(ids)} ids for {len(matrix)} rows")
+        folder = self.path / VECTORS
+        folder.mkdir(exist_ok=True)
+        np.save(folder / f"{name}.npy", np.asarray(matrix, dtype=np.float32), allow_pickle=False)
+        (folder / f"{name}.ids.json").write_text(json.dumps(list(ids)), encoding="utf-8")
+
+    def vectors(self, name: str) -> tuple[list[str], np.ndarray]:
+        folder = self.path / VECTORS
+        npy, ids = folder / f"{name}.npy", folder / f"{name}.ids.json"
+        if not npy.is_file() or not ids.is_file():
+            raise IndexFormatError(f"index {self.path} has no '{name}' vectors; rebuild the index")
+        try:
+            return json.loads(ids.read_text(encoding="utf-8")), np.load(npy, allow_pickle=False)
+        except ValueError as exc:
+            raise IndexFormatError(f"{npy} is corrupt ({exc}); rebuild the index") from exc
+
+    def has_vectors(self, name: str) -> bool:
+        return (self.path / VECTORS / f"{name}.npy").is_file()
+
+    # ---- completion -------------------------------------------------------------------------
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        """Write the manifest last, with hashes of every file, making the index complete."""
+        self._db.commit()
+        files = {
+            str(p.relative_to(self.path)): sha256_file(p)
+            for p in sorted(self.path.rglob("*"))
+            if p.is_file()
+            and p.name not in (MANIFEST, STAGING_MARKER)
+            and not p.name.endswith(("-wal", "-shm", "-journal"))
+        }
+        manifest = {"format_version": FORMAT_VERSION, **manifest, "files": files}
+        tmp = self.path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, self.path / MANIFEST)
+        self._manifest = manifest

@@ -1,0 +1,1 @@
+"""Communities and the reports a local model writes for them."""
