@@ -350,7 +350,7 @@ class Reader:
         from tiny_graphrag.search.tokens import counter_for
 
         chunks = [self.chunk_of_title[t] for t in q.gold]
-        built = build_naive_context(chunks, self.engine.sid_of, BUDGET, counter_for(self.llm))
+        built = build_naive_context(chunks, self.engine.index.sid_of, BUDGET, counter_for(self.llm))
         text, secs, cached = self._ask(built.text, q.text, [c.id for c in built.sources.chunks])
         return {
             "raw": text,
@@ -389,12 +389,12 @@ class Reader:
         secs = time.perf_counter() - t0
         d = res.details
         gold_chunks = {self.chunk_of_title[t].id for t in q.gold}
-        community = {c.id: c for c in eng.communities}
-        graph = eng.graph
+        community = {c.id: c for c in eng.index.communities}
+        graph = eng.index.graph
 
         def relevant(rid: int) -> bool:
             # A report is relevant when its community holds an entity mentioned in a gold passage.
-            nodes = community[eng.globals.reports[rid].community_id].nodes
+            nodes = community[eng.index.globals.reports[rid].community_id].nodes
             return any(p[1] in gold_chunks for n in nodes if n in graph for p in graph.nodes[n].get("provenance", ()))
 
         batches = []
@@ -421,14 +421,14 @@ class Reader:
         eng = self.global_engine
         assert eng is not None
         gold_chunks = {self.chunk_of_title[t].id for t in q.gold}
-        community = {c.id: c for c in eng.communities}
-        graph = eng.graph
+        community = {c.id: c for c in eng.index.communities}
+        graph = eng.index.graph
 
         def relevant(report) -> bool:
             nodes = community[report.community_id].nodes
             return any(p[1] in gold_chunks for n in nodes if n in graph for p in graph.nodes[n].get("provenance", ()))
 
-        reports = eng.globals.at_level(eng.globals.levels[0])
+        reports = eng.index.globals.at_level(eng.index.globals.levels[0])
         rel = [rr for rr in reports if relevant(rr[1])]
         return rel, [rr for rr in reports if not relevant(rr[1])]
 

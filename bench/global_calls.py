@@ -70,8 +70,8 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
     from tiny_graphrag.search.prompts import map_messages, reduce_messages
 
     qe = QueryEngine(path, llm=llm)
-    levels = qe.globals.levels
-    report_tokens = [llm.count_tokens(r.text()) for r in qe.globals.reports]
+    levels = qe.index.globals.levels
+    report_tokens = [llm.count_tokens(r.text()) for r in qe.index.globals.reports]
     per_level: dict[int, dict[str, Any]] = {}
     per_query = []
     seed_cache: dict[tuple[int, str], int] = {}
@@ -83,7 +83,7 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
             res = default if level == chosen else qe.global_search(q, level, only_context=True)
             d = res.details
             ours_tokens = sum(exact_tokens(llm, map_messages(text, q)) for text in d["map_contexts"])
-            reports = qe.globals.at_level(level)
+            reports = qe.index.globals.at_level(level)
             seed_tokens = 0
             for rid, rep in reports:
                 key = (rid, q)
@@ -137,7 +137,7 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
     pre = [r["prefilter"] for r in per_query]
     return {
         "levels": levels,
-        "reports": len(qe.globals.reports),
+        "reports": len(qe.index.globals.reports),
         "report_tokens_mean": rnd(statistics.mean(report_tokens), 1) if report_tokens else None,
         "map_chunk_tokens": qe.config.global_.map_chunk_tokens,
         "default_level": per_query[0]["level"] if per_query else None,

@@ -257,7 +257,7 @@ def rank_passages(
     linked_counts: list[int] = []
     for q, v in zip(questions, vectors):
         t0 = time.perf_counter()
-        ranked = engine.hybrid.rank(q.text, v)
+        ranked = engine.index.hybrid.rank(q.text, v)
         t_h = time.perf_counter() - t0
         if "dense" in modes:
             rankings["dense"].append(titles(ranked.ids("dense")))
@@ -329,12 +329,12 @@ def sweep_fusion(
 ) -> list[dict[str, Any]]:
     """Hybrid recall@2/5/10 for RRF constants and keyword weights (dense weight 1): the
     measurements the fusion defaults rest on. Rankings are computed once and re-fused."""
-    from tiny_graphrag.search.fusion import reciprocal_rank_fusion
+    from tiny_graphrag.search.hybrid import reciprocal_rank_fusion
 
     title_of = {d.id: d.source.split(":", 1)[1] for d in engine.store.documents()}
     chunk_doc = {c.id: c.doc_id for c in engine.store.chunks()}
     vectors = engine.embedder.embed([q.text for q in questions])
-    ranked = [engine.hybrid.rank(q.text, v) for q, v in zip(questions, vectors)]
+    ranked = [engine.index.hybrid.rank(q.text, v) for q, v in zip(questions, vectors)]
     rows = []
     for k in ks:
         for w in keyword_weights:

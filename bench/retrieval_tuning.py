@@ -66,9 +66,9 @@ def prepare(engine, questions: list[rev.Question], local_config=None) -> Prepare
     from tiny_graphrag.search.config import LocalConfig
 
     vectors = engine.embedder.embed([q.text for q in questions])
-    ranked = [engine.hybrid.rank(q.text, v) for q, v in zip(questions, vectors)]
+    ranked = [engine.index.hybrid.rank(q.text, v) for q, v in zip(questions, vectors)]
     config = local_config or LocalConfig()
-    linked = [engine.local.link(q.text, v, config) for q, v in zip(questions, vectors)]
+    linked = [engine.index.local.link(q.text, v, config) for q, v in zip(questions, vectors)]
     return Prepared(questions, vectors, ranked, linked, titles)
 
 
@@ -77,7 +77,7 @@ def recalls(rankings: list[list[str]], questions: list[rev.Question]) -> dict[in
 
 
 def fused_rankings(p: Prepared, fusion) -> tuple[list[Any], list[list[str]]]:
-    from tiny_graphrag.search.naive import fuse
+    from tiny_graphrag.search.hybrid import fuse
 
     out = [dataclasses.replace(r, fused=tuple(fuse(list(r.dense), list(r.keyword), fusion))) for r in p.ranked]
     return out, [p.titles(r.ids("fused")) for r in out]
@@ -86,7 +86,7 @@ def fused_rankings(p: Prepared, fusion) -> tuple[list[Any], list[list[str]]]:
 def local_rankings(engine, p: Prepared, fusion, config, ranked: list[Any]) -> list[list[str]]:
     out = []
     for q, v, linked, r in zip(p.questions, p.vectors, links(engine, p, config), ranked):
-        cand = engine.local.retrieve(q.text, v, config, fusion, linked=linked, hybrid=r)
+        cand = engine.index.local.retrieve(q.text, v, config, fusion, linked=linked, hybrid=r)
         out.append(p.titles([c for c, _ in cand.chunks]))
     return out
 
@@ -100,7 +100,7 @@ def links(engine, p: Prepared, config) -> list[list[Any]]:
         return p.linked
     key = (tuple(q.id for q in p.questions), config.top_entities, config.min_similarity)
     if key not in _LINKS:
-        _LINKS[key] = [engine.local.link(q.text, v, config) for q, v in zip(p.questions, p.vectors)]
+        _LINKS[key] = [engine.index.local.link(q.text, v, config) for q, v in zip(p.questions, p.vectors)]
     return _LINKS[key]
 
 
@@ -255,7 +255,7 @@ def report(engine, p: Prepared, idx: np.ndarray, fusion, local) -> dict[str, Any
 
 def linking_recall(engine, p: Prepared, linked_lists: list[list[Any]]) -> dict[str, float]:
     """Share of gold passages mentioning a linked entity; share of questions with any link."""
-    gi = engine.graph_index
+    gi = engine.index.graph_index
     doc_of = {c.id: c.doc_id for c in engine.store.chunks()}
     title_of = {d.id: d.source.split(":", 1)[1] for d in engine.store.documents()}
     hit = total = 0
@@ -277,7 +277,7 @@ def weak_keyword_stress(engine, p: Prepared) -> dict[str, Any]:
     """Fusions when the keyword ranking is weaker: every other content word of each query
     dropped (the case where plain RRF lost recall: BM25 much weaker than dense)."""
     from tiny_graphrag.search.config import FusionConfig
-    from tiny_graphrag.search.naive import fuse, keyword_query
+    from tiny_graphrag.search.hybrid import fuse, keyword_query
 
     def weak(q: str) -> str:
         return " ".join(keyword_query(q).split()[::2])

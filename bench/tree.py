@@ -193,8 +193,8 @@ def recall(n_questions: int, work: Path, summary_tokens: int) -> dict[str, Any]:
             return list(dict.fromkeys(title_of[doc_of[c]] for c in chunk_ids))
 
         for q in held:
-            qvec = qe.embed_query(q.text)
-            rankings["naive_hybrid"].append(titles(qe.hybrid.rank(q.text, qvec).ids("fused")))
+            qvec = qe.index.embed_query(q.text)
+            rankings["naive_hybrid"].append(titles(qe.index.hybrid.rank(q.text, qvec).ids("fused")))
             naive = qe.naive_search(q.text, only_context=True)
             rankings["naive_context"].append(titles(c.chunk_id for c in naive.sources.chunks))
             for strategy in ("collapsed", "traversal"):

@@ -240,15 +240,15 @@ def test_the_engine_takes_the_cooccurrence_relation_from_the_index_manifest(tmp_
     build_index([tmp_path / "a.txt"], tmp_path / "idx", config=config, progress=False)
     search = SearchConfig(local=LocalConfig(cooccurrence_weight=0.0))
     with QueryEngine(tmp_path / "idx", config=search) as engine:
-        assert engine.cooccurrence_relation == "related to"
-        assert engine.graph_index.cooccurrence.nnz > 0 and engine.graph_index.adjacency.nnz == 0
+        assert engine.index.cooccurrence_relation == "related to"
+        assert engine.index.graph_index.cooccurrence.nnz > 0 and engine.index.graph_index.adjacency.nnz == 0
         query = "Where did Barack Obama study?"
         result = engine.local_search(query, only_context=True)
         assert result.details["linked_entities"] and "Harvard Law School" in result.context
         # The setting reaches the walk: weight 0 and weight 1 spread different masses over the chunks.
-        qvec = engine.embed_query(query)
-        without = engine.local.retrieve(query, qvec, LocalConfig(cooccurrence_weight=0.0)).graph_chunks
-        with_links = engine.local.retrieve(query, qvec, LocalConfig(cooccurrence_weight=1.0)).graph_chunks
+        qvec = engine.index.embed_query(query)
+        without = engine.index.local.retrieve(query, qvec, LocalConfig(cooccurrence_weight=0.0)).graph_chunks
+        with_links = engine.index.local.retrieve(query, qvec, LocalConfig(cooccurrence_weight=1.0)).graph_chunks
         assert without and with_links and not np.allclose([m for _, m in without], [m for _, m in with_links])
 
 

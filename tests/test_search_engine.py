@@ -156,7 +156,7 @@ def test_global_search_calls_are_map_chunks_plus_one(index, embedder):
 
 
 def _report_id(qe, title_start: str, level: int) -> int:
-    return next(rid for rid, r in qe.globals.at_level(level) if r.title.startswith(title_start))
+    return next(rid for rid, r in qe.index.globals.at_level(level) if r.title.startswith(title_start))
 
 
 @pytest.mark.parametrize("grounded", [True, False])
@@ -265,7 +265,7 @@ def test_grounding_ranks_every_finding_of_the_mapped_reports_and_needs_no_report
         embedder=embedder,
         config=SearchConfig(global_=GlobalConfig(map_chunk_tokens=120)),
     ) as qe:
-        qe.globals.vectors = None  # an index whose report vectors are gone
+        qe.index.globals.vectors = None  # an index whose report vectors are gone
         r = qe.global_search("Where did Alan Turing study?", level=1)
         shown = {f for b in r.details["map_contexts"] for f in b.splitlines()[2:]}
     points = r.details["points"]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tiny_graphrag.search.fusion import reciprocal_rank_fusion
-from tiny_graphrag.search.naive import keyword_query
+from tiny_graphrag.search.hybrid import keyword_query, reciprocal_rank_fusion
 
 
 def test_rrf_matches_hand_computed_scores():

@@ -105,7 +105,7 @@ def test_chunk_mass_top_matches_a_full_sort(k):
 
 @pytest.mark.parametrize("k", [1, 2, 4, 7, 50])
 def test_best_first_matches_a_stable_argsort(k):
-    from tiny_graphrag.search.local import _best_first
+    from tiny_graphrag.search.local_retriever import _best_first
 
     rng = np.random.default_rng(k)
     mass = rng.choice([0.0, 0.0, 0.1, 0.2, 0.25, 0.5], size=30)  # many ties and zeros

@@ -9,7 +9,7 @@ import pytest
 
 from tiny_graphrag.index.graph import assign_hids
 from tiny_graphrag.search.graph_index import GraphIndex
-from tiny_graphrag.search.local import LocalRetriever
+from tiny_graphrag.search.local_retriever import LocalRetriever
 
 
 def _retriever(g: nx.MultiDiGraph) -> LocalRetriever:

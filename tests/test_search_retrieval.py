@@ -11,7 +11,7 @@ from test_search_fixtures import build_test_index
 
 from tiny_graphrag.search.config import FusionConfig, LocalConfig
 from tiny_graphrag.search.engine import QueryEngine
-from tiny_graphrag.search.fusion import score_fusion
+from tiny_graphrag.search.hybrid import score_fusion
 
 
 # ---- score fusion (own logic: no index needed) -----------------------------------------------
@@ -58,8 +58,8 @@ def engine(tmp_path_factory):
 
 def test_score_fusion_in_the_hybrid_ranking(engine):
     q = "Where is Bletchley Park located?"
-    v = engine.embed_query(q)
-    ranked = engine.hybrid.rank(q, v, fusion=FusionConfig(method="score", keyword_weight=0.5))
+    v = engine.index.embed_query(q)
+    ranked = engine.index.hybrid.rank(q, v, fusion=FusionConfig(method="score", keyword_weight=0.5))
     expected = score_fusion([list(ranked.dense), list(ranked.keyword)], [1.0, 0.5])
     assert list(ranked.fused) == expected
     assert ranked.ids()[0] == ranked.ids("keyword")[0]  # the one document naming it, first everywhere
@@ -67,25 +67,25 @@ def test_score_fusion_in_the_hybrid_ranking(engine):
 
 def test_entity_seeds_by_similarity_are_the_query_entity_cosines(engine):
     q = "Who worked with Charles Babbage?"
-    v = engine.embed_query(q)
-    linked = engine.local.link(q, v, LocalConfig())
+    v = engine.index.embed_query(q)
+    linked = engine.index.local.link(q, v, LocalConfig())
     keys = [e.key for e in linked]
     ids, matrix = engine.store.vectors("entities")
     reference = [float(matrix[ids.index(k)] @ v) for k in keys]
-    assert engine.linker.similarity(v, keys) == pytest.approx(reference, abs=1e-5)
-    seeds = engine.local._entity_seeds(linked, v, LocalConfig(seed_by="similarity"))
+    assert engine.index.linker.similarity(v, keys) == pytest.approx(reference, abs=1e-5)
+    seeds = engine.index.local._entity_seeds(linked, v, LocalConfig(seed_by="similarity"))
     assert sum(seeds.values()) == pytest.approx(1.0)
-    gi = engine.graph_index
+    gi = engine.index.graph_index
     raw = {k: max(s, 1e-6) / np.sqrt(gi.chunk_count[gi.pos[k]]) for k, s in zip(keys, reference)}
     assert seeds == pytest.approx({k: w / sum(raw.values()) for k, w in raw.items()})
 
 
 def test_a_dominant_text_prior_gives_the_text_order(engine):
     q = "Who worked with Charles Babbage?"
-    v = engine.embed_query(q)
+    v = engine.index.embed_query(q)
     base = LocalConfig(keep_text_top=0)
-    walk = engine.local.retrieve(q, v, base)
-    prior = engine.local.retrieve(q, v, dataclasses.replace(base, prior_weight=1e6))
+    walk = engine.index.local.retrieve(q, v, base)
+    prior = engine.index.local.retrieve(q, v, dataclasses.replace(base, prior_weight=1e6))
     text = [c for c, _ in walk.hybrid.fused]
     ranked_by_prior = [c for c, _ in prior.chunks]
     assert ranked_by_prior[: len(text)] == text
@@ -105,8 +105,8 @@ def test_a_dominant_text_prior_gives_the_text_order(engine):
     ],
 )
 def test_queries_the_keyword_index_cannot_use_never_raise(engine, query):
-    v = engine.embed_query(query)
-    ranked = engine.hybrid.rank(query, v)
+    v = engine.index.embed_query(query)
+    ranked = engine.index.hybrid.rank(query, v)
     assert len(ranked.dense) > 0  # the dense ranking still answers
     cand = engine.local_candidates(query, v)
     assert [c for c, _ in cand.chunks]  # never an empty candidate list
@@ -117,7 +117,7 @@ def test_queries_the_keyword_index_cannot_use_never_raise(engine, query):
 def test_the_tuning_bench_picks_the_fusion_with_the_best_worst_margin():
     from bench import retrieval_eval as rev
     from bench import retrieval_tuning as rt
-    from tiny_graphrag.search.naive import Ranked
+    from tiny_graphrag.search.hybrid import Ranked
 
     # Dense finds q1's gold passage only at rank 3, keyword puts it first; q2 the other way round.
     questions = [rev.Question("q1", "a", ("g1",), ""), rev.Question("q2", "b", ("g2",), "")]
@@ -150,7 +150,7 @@ def test_the_tuning_bench_picks_the_fusion_with_the_best_worst_margin():
     ],
 )
 def test_a_flat_keyword_ranking_backs_off_to_dense(top, fifth, backoff, want):
-    from tiny_graphrag.search.fusion import peak_weight
+    from tiny_graphrag.search.hybrid import peak_weight
 
     scores = [top - (top - fifth) * i / 4 for i in range(5)] + [fifth / 2]  # descending, fifth at rank 5
     assert peak_weight(scores, backoff) == pytest.approx(want)
@@ -158,7 +158,7 @@ def test_a_flat_keyword_ranking_backs_off_to_dense(top, fifth, backoff, want):
 
 
 def test_flat_keyword_backoff_keeps_the_dense_order_when_bm25_is_flat():
-    from tiny_graphrag.search.naive import fuse
+    from tiny_graphrag.search.hybrid import fuse
 
     dense = [("a", 0.9), ("b", 0.85), ("c", 0.8), ("d", 0.75), ("e", 0.5)]
     flat = [("e", 5.04), ("d", 5.03), ("c", 5.02), ("b", 5.01), ("a", 5.0)]  # reversed, but flat

@@ -103,7 +103,7 @@ def describe_corpus(engine: QueryEngine, *, words: int = 120, titles: int = 8) -
     for d in docs[:3]:
         opening = " ".join(d.text.split()[:words])
         parts.append(f"Document {d.source or d.id} begins: {opening} ...")
-    top = sorted((r for r in engine.globals.reports if not r.fallback), key=lambda r: -r.rating)[:titles]
+    top = sorted((r for r in engine.index.globals.reports if not r.fallback), key=lambda r: -r.rating)[:titles]
     if top:
         parts.append("Main topics: " + "; ".join(r.title for r in top) + ".")
     return "\n".join(parts)
@@ -421,11 +421,11 @@ def evaluate(
     if isinstance(questions, int):
         if source == "personas":
             qs = generate_questions(judge_llm, description or describe_corpus(engine), questions)
-            if len(qs) < questions and engine.globals.reports:  # a small model repeats itself: top up
-                extra = questions_from_reports(judge_llm, engine.globals.reports, questions)
+            if len(qs) < questions and engine.index.globals.reports:  # a small model repeats itself: top up
+                extra = questions_from_reports(judge_llm, engine.index.globals.reports, questions)
                 qs = _first_distinct(qs + extra, questions, "personas, then reports")
         elif source == "reports":
-            qs = questions_from_reports(judge_llm, engine.globals.reports, questions)
+            qs = questions_from_reports(judge_llm, engine.index.globals.reports, questions)
         else:
             raise InputError(f"unknown question source {source!r}: choose 'personas' or 'reports'")
     else:

@@ -19,7 +19,7 @@ _EXPORTS = {
     "GlobalConfig": "tiny_graphrag.search.config",
     "NaiveConfig": "tiny_graphrag.search.config",
     "FusionConfig": "tiny_graphrag.search.config",
-    "reciprocal_rank_fusion": "tiny_graphrag.search.fusion",
+    "reciprocal_rank_fusion": "tiny_graphrag.search.hybrid",
 }
 
 __all__ = sorted(_EXPORTS)

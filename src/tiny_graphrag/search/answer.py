@@ -132,16 +132,20 @@ class SearchRun:
         *,
         n_ctx: int,
         context_tokens: int | None,
+        answer_tokens: int,
+        only_context: bool,
         llm: Callable[[], LLM],
         documents: Callable[[Sources], Sources],
     ) -> None:
         self.mode, self.query, self.counter = mode, query, counter
-        self.n_ctx, self.context_tokens = n_ctx, context_tokens
+        self.n_ctx, self.context_tokens, self.answer_tokens = n_ctx, context_tokens, answer_tokens
+        self.only_context = only_context
         self._llm, self._documents = llm, documents
         self.timer = Timer()
         self.notes: list[str] = []
         self.details: dict[str, Any] = {}
         self.usage: dict[str, Usage] = {}
+        self.details["only_context"] = only_context
 
     @property
     def llm(self) -> LLM:
@@ -171,19 +175,22 @@ class SearchRun:
                 self.notes.append(note)
         return min(budget, room)
 
-    def answer_room(self, citations: str, max_tokens: int) -> int:
-        """`room` in the answer prompt of a one-call search (naive, local, tree)."""
-        return self.room(answer_messages("", self.query, citations), max_tokens, "answer")
+    def answer_room(self, citations: str) -> int:
+        """`room` in the answer prompt of a one-call search (naive, local, tree): the opening every
+        one of them shares, recorded in the details as its budget."""
+        room = self.room(answer_messages("", self.query, citations), self.answer_tokens, "answer")
+        self.details["budget"] = room
+        return room
 
     def answer_context(
-        self, built: BuiltContext, citations: str, *, max_tokens: int, stream: bool, cite: Sequence[str]
+        self, built: BuiltContext, citations: str, *, stream: bool, cite: Sequence[str]
     ) -> SearchResult | StreamingResult:
         """The end of a one-call search: the context alone for `only_context`, else the answer
         prompt over it (no call when it shows nothing)."""
-        if self.details["only_context"]:
+        if self.only_context:
             return self.result(built)
         messages = answer_messages(built.text, self.query, citations) if not built.empty else None
-        return self.answer(built, messages, max_tokens=max_tokens, stream=stream, cite=cite)
+        return self.answer(built, messages, max_tokens=self.answer_tokens, stream=stream, cite=cite)
 
     def result(
         self,

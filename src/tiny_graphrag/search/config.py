@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tiny_graphrag.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class FusionConfig:
     """How the dense (embedding) and keyword (FTS5 BM25) chunk rankings are fused.
 
-    "score": each ranking's scores min-max scaled, then weighted and summed (search/fusion.py):
+    "score": each ranking's scores min-max scaled, then weighted and summed (search/hybrid.py):
     a flat keyword ranking adds nothing and the dense order stands. "rrf": weighted reciprocal
     rank fusion, k = 60 as in Cormack et al. (2009). Default: score fusion with equal weights
     and a back-off from flat keyword rankings, chosen on hotpotqa100 and bench/data/musique (a
@@ -23,21 +25,23 @@ class FusionConfig:
     dense_weight: float = 1.0
     keyword_weight: float = 1.0
     depth: int = 100  # how many chunks each ranking contributes before fusion
-    # Scale the keyword weight by min(1, (s1 / s5 - 1) / backoff) per query (search/fusion.py,
+    # Scale the keyword weight by min(1, (s1 / s5 - 1) / backoff) per query (search/hybrid.py,
     # peak_weight): a flat BM25 ranking backs off to the dense order. None: a fixed weight.
     flat_keyword_backoff: float | None = 1.0
 
     def __post_init__(self) -> None:
         if self.method not in ("rrf", "score"):
-            raise ValueError(f"fusion method must be 'rrf' or 'score', got {self.method!r}")
+            raise ConfigError(f"fusion method must be 'rrf' or 'score', got {self.method!r}")
         if self.k < 0:
-            raise ValueError(f"fusion k must be >= 0, got {self.k}")
+            raise ConfigError(f"fusion k must be >= 0, got {self.k}")
         if self.dense_weight < 0 or self.keyword_weight < 0:
-            raise ValueError("fusion weights must be >= 0")
+            raise ConfigError(
+                f"fusion dense_weight and keyword_weight must be >= 0, got {self.dense_weight}, {self.keyword_weight}"
+            )
         if self.depth < 1:
-            raise ValueError(f"fusion depth must be >= 1, got {self.depth}")
+            raise ConfigError(f"fusion depth must be >= 1, got {self.depth}")
         if self.flat_keyword_backoff is not None and self.flat_keyword_backoff <= 0:
-            raise ValueError(f"fusion flat_keyword_backoff must be > 0 or None, got {self.flat_keyword_backoff}")
+            raise ConfigError(f"fusion flat_keyword_backoff must be > 0 or None, got {self.flat_keyword_backoff}")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,9 @@ class LocalConfig:
     # Query-to-entity cosine needed for an embedding link (MiniLM). Whole questions against entity
     # names score low; below this the links on hotpotqa100 were mostly wrong entities.
     min_similarity: float = 0.6
+    # No keyword hit and no chunk above this cosine: no text is shown (NaiveConfig.min_similarity's
+    # value and reason; kept apart so each mode's thresholds live in its own settings).
+    text_min_similarity: float = 0.15
     # Personalized PageRank over entities and chunks (HippoRAG 2), seeded by the linked entities
     # (mass 1 in all; weight: query-entity cosine / sqrt(chunks mentioning the entity)) and the
     # `seed_chunks` best hybrid chunks (weight 1/rank, mass `passage_weight` in all). Chunks are
@@ -86,24 +93,24 @@ class LocalConfig:
 
     def __post_init__(self) -> None:
         if not (0 <= self.text_share <= 1 and 0 <= self.community_share <= 1):
-            raise ValueError("local text_share and community_share must be in [0, 1]")
+            raise ConfigError("local text_share and community_share must be in [0, 1]")
         if self.text_share + self.community_share > 1:
-            raise ValueError(
+            raise ConfigError(
                 f"local text_share + community_share = {self.text_share + self.community_share} > 1: "
                 "nothing would be left for entities and relationships"
             )
         if self.seed_by not in ("link", "similarity"):
-            raise ValueError(f"local seed_by must be 'link' or 'similarity', got {self.seed_by!r}")
+            raise ConfigError(f"local seed_by must be 'link' or 'similarity', got {self.seed_by!r}")
         if self.passage_weight < 0 or self.prior_weight < 0 or self.seed_chunks < 0 or self.keep_text_top < 0:
-            raise ValueError("local passage_weight, prior_weight, seed_chunks and keep_text_top must be >= 0")
+            raise ConfigError("local passage_weight, prior_weight, seed_chunks and keep_text_top must be >= 0")
         if self.cooccurrence_weight < 0:
-            raise ValueError(f"local cooccurrence_weight must be >= 0, got {self.cooccurrence_weight}")
+            raise ConfigError(f"local cooccurrence_weight must be >= 0, got {self.cooccurrence_weight}")
         if self.synonym_similarity is not None and not 0 < self.synonym_similarity <= 1:
-            raise ValueError(
+            raise ConfigError(
                 f"local synonym_similarity must be a cosine in (0, 1] or None, got {self.synonym_similarity}"
             )
         if not 0 < self.damping < 1:
-            raise ValueError(f"local damping must be in (0, 1), got {self.damping}")
+            raise ConfigError(f"local damping must be in (0, 1), got {self.damping}")
 
 
 @dataclass(frozen=True)
@@ -139,13 +146,13 @@ class GlobalConfig:
 
     def __post_init__(self) -> None:
         if self.source not in ("auto", "reports", "tree"):
-            raise ValueError(f"global search source must be 'auto', 'reports' or 'tree', got {self.source!r}")
+            raise ConfigError(f"global search source must be 'auto', 'reports' or 'tree', got {self.source!r}")
         if not 0 <= self.relevance_weight <= 1:
-            raise ValueError(f"global relevance_weight must be in [0, 1], got {self.relevance_weight}")
+            raise ConfigError(f"global relevance_weight must be in [0, 1], got {self.relevance_weight}")
         if not -1 <= self.min_similarity <= 1:
-            raise ValueError(f"global min_similarity must be a cosine in [-1, 1], got {self.min_similarity}")
+            raise ConfigError(f"global min_similarity must be a cosine in [-1, 1], got {self.min_similarity}")
         if not 0 <= self.point_cutoff <= 1:
-            raise ValueError(
+            raise ConfigError(
                 f"global point_cutoff must be in [0, 1] (a share of the best point's), got {self.point_cutoff}"
             )
 
@@ -167,12 +174,14 @@ class TreeSearchConfig:
     top_k: int = 5
     # RAPTOR's best collapsed setting was ~2,000 tokens of context; a smaller n_ctx caps it.
     context_tokens: int = 2000
+    # The best node under this cosine: nothing is relevant, no answer call (NaiveConfig.min_similarity's value).
+    min_similarity: float = 0.15
 
     def __post_init__(self) -> None:
         if self.strategy not in ("collapsed", "traversal"):
-            raise ValueError(f"tree strategy must be 'collapsed' or 'traversal', got {self.strategy!r}")
+            raise ConfigError(f"tree strategy must be 'collapsed' or 'traversal', got {self.strategy!r}")
         if self.top_k < 1 or self.context_tokens < 1:
-            raise ValueError("tree top_k and context_tokens must be >= 1")
+            raise ConfigError("tree top_k and context_tokens must be >= 1")
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,16 @@ The graph, vectors and embedder are loaded in the constructor; the LLM only when
 asked for (`only_context=True` never loads it). Without a loaded LLM, token budgets are counted
 with a conservative estimate and the result says so.
 
-The engine holds what is loaded and dispatches: each mode's flow (retrieve -> context -> model
-calls -> result) lives in its own module (naive.py, local.py, global_search.py), so a new mode
-is one module and one method here.
+The engine opens the index for search (`self.index`, a read-only SearchIndex), holds the LLM
+and dispatches: each mode's flow (retrieve -> context -> model calls -> result) lives in its own
+module (naive.py, local.py, global_search.py, tree_search.py) as a function over that index and
+the run it reports into, so a mode never sees the engine and a new mode is one module and one
+method here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import os
 import time
@@ -31,20 +32,19 @@ from tiny_graphrag.backends.embed import Embedder
 from tiny_graphrag.backends.files import choose_device
 from tiny_graphrag.backends.llm import LLM, CachedLLM, open_llm
 from tiny_graphrag.config import LLMConfig, from_dict
-from tiny_graphrag.errors import IndexFormatError, ModelNotFoundError
+from tiny_graphrag.errors import ModelNotFoundError
 from tiny_graphrag.index.cache import CallCache
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.search.answer import SearchRun, check_query
 from tiny_graphrag.search.config import GlobalConfig, LocalConfig, NaiveConfig, SearchConfig, TreeSearchConfig
-from tiny_graphrag.search.global_search import GlobalIndex, search_global, tree_as_reports
-from tiny_graphrag.search.graph_index import GraphIndex
-from tiny_graphrag.search.linking import EntityLinker
-from tiny_graphrag.search.local import LocalCandidates, LocalRetriever, search_local
-from tiny_graphrag.search.naive import HybridRetriever, search_naive
-from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult
+from tiny_graphrag.search.global_search import map_plan, search_global
+from tiny_graphrag.search.index import SearchIndex
+from tiny_graphrag.search.local import search_local
+from tiny_graphrag.search.local_retriever import LocalCandidates
+from tiny_graphrag.search.naive import search_naive
+from tiny_graphrag.search.result import SearchResult, StreamingResult
 from tiny_graphrag.search.tokens import counter_for
-from tiny_graphrag.search.tree_search import TreeIndex, search_tree
-from tiny_graphrag.search.vectors import VectorIndex
+from tiny_graphrag.search.tree_search import search_tree
 
 if TYPE_CHECKING:  # being added to embed.py; only a type here, so this module runs without it
     from tiny_graphrag.backends.embed import TextEmbedder
@@ -78,8 +78,6 @@ class QueryEngine:
         manifest = self.store.manifest
         build_config = manifest.get("config") or {}
         self.models_dir = models_dir if models_dir is not None else build_config.get("models_dir")
-        # The relation label the spaCy extractor gives names that only share a sentence (None: typed relations only).
-        self.cooccurrence_relation: str | None = (manifest.get("extractor") or {}).get("cooccurrence_relation")
         self._cache = cache
 
         # -- models ---------------------------------------------------------------------------
@@ -97,44 +95,11 @@ class QueryEngine:
 
         # -- data -----------------------------------------------------------------------------
         self.device = choose_device(device)
-        chunk_ids, chunk_matrix = self.store.vectors("chunks")
-        self.chunk_vectors = VectorIndex(chunk_ids, chunk_matrix, device=self.device)
-        if len(chunk_ids) and chunk_matrix.shape[1] != self.embedder.dim:
-            raise IndexFormatError(
-                f"index {self.path} was embedded with {chunk_matrix.shape[1]}-d vectors, but the embedder "
-                f"{getattr(self.embedder, 'name', '?')} makes {self.embedder.dim}-d ones: use the embedder named "
-                "in its manifest, or rebuild the index"
-            )
-        self.entity_vectors = self._optional_vectors("entities")
-        self.graph = self.store.graph()
-        self.sid_of: dict[str, int] = dict(self.store.source_ids())
-        self.globals = GlobalIndex(self.store.reports(), self._optional_vectors("reports"))
-        self.reports_by_community = {r.community_id: r for r in self.globals.reports}
-        self.communities = self.store.communities()
-        self.graph_index = GraphIndex(
-            self.graph, entity_vectors=self.entity_vectors, cooccurrence_relation=self.cooccurrence_relation
-        )
-        self.linker = EntityLinker(self.graph, self.entity_vectors)
-        self.hybrid = HybridRetriever(self.store, self.chunk_vectors, self.config.fusion)
-        self.local = LocalRetriever(
-            self.graph_index, self.linker, self.hybrid, self.communities, reported=set(self.globals.id_of)
-        )
-        self._doc_sources: dict[str, str] = {}
+        self.index = SearchIndex(self.store, self.embedder, device=self.device, fusion=self.config.fusion)
         self.load_seconds = round(time.perf_counter() - t0, 3)
         log.info("query engine for %s ready in %.1fs", self.path, self.load_seconds)
 
     # ---- loading ------------------------------------------------------------------------------
-    @functools.cached_property
-    def tree(self) -> TreeIndex:
-        """The index's RAPTOR tree (summaries and their vectors), read on first use; an InputError
-        naming the build option when the index has none."""
-        return TreeIndex.load(self)
-
-    @functools.cached_property
-    def tree_globals(self) -> GlobalIndex:
-        """The tree's summaries as the report table global search maps (top layer = level 0)."""
-        return tree_as_reports(list(self.tree.nodes.values()), self.tree.vectors)
-
     def _embedder_for(self, info: dict, given: str | os.PathLike | None, device: str | None) -> Embedder:
         if given is not None:
             return Embedder(str(given), models_dir=self.models_dir, device=device)
@@ -156,12 +121,6 @@ class QueryEngine:
                 info["fingerprint"],
             )
         return embedder
-
-    def _optional_vectors(self, name: str) -> VectorIndex | None:
-        if not self.store.has_vectors(name):
-            return None
-        ids, matrix = self.store.vectors(name)
-        return VectorIndex(ids, matrix, device=self.device) if len(ids) else None
 
     def _load_llm(self) -> LLM:
         """The index's LLM: the one place a backend is constructed."""
@@ -206,10 +165,11 @@ class QueryEngine:
             counter,
             n_ctx=self._n_ctx(),
             context_tokens=self.config.context_tokens,
+            answer_tokens=self.config.answer_max_tokens,
+            only_context=only_context,
             llm=lambda: self.llm,
-            documents=self._with_documents,
+            documents=self.index.with_documents,
         )
-        run.details["only_context"] = only_context
         return run
 
     def _n_ctx(self) -> int:
@@ -219,30 +179,13 @@ class QueryEngine:
             return int(self.config.n_ctx)
         return int(self._llm_config.n_ctx if self._llm_config else DEFAULT_N_CTX)
 
-    def embed_query(self, query: str) -> np.ndarray:
-        return np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
-
-    def _doc_source(self, doc_id: str) -> str:
-        if doc_id not in self._doc_sources:
-            try:
-                self._doc_sources[doc_id] = self.store.document(doc_id).source
-            except KeyError:
-                self._doc_sources[doc_id] = ""
-        return self._doc_sources[doc_id]
-
-    def _with_documents(self, sources: Sources) -> Sources:
-        """Name each chunk's document file, so a citation leads to a file and a character span."""
-        chunks = tuple(dataclasses.replace(c, source=self._doc_source(c.doc_id)) for c in sources.chunks)
-        return dataclasses.replace(sources, chunks=chunks)
-
     # ---- the modes ----------------------------------------------------------------------------
     def naive_search(
         self, query: str, *, only_context: bool = False, stream: bool = False, config: NaiveConfig | None = None
     ) -> SearchResult | StreamingResult:
         """Hybrid (vector + keyword, fused) retrieval of text chunks, then one answer call."""
-        return search_naive(
-            self, check_query(query), config or self.config.naive, only_context=only_context, stream=stream
-        )
+        run = self.begin("naive", check_query(query), only_context=only_context)
+        return search_naive(self.index, run, config or self.config.naive, stream=stream)
 
     def local_candidates(
         self, query: str, query_vector: np.ndarray | None = None, config: LocalConfig | None = None
@@ -250,16 +193,15 @@ class QueryEngine:
         """Local search's ranked entities, relationships, communities and chunks (no context, no LLM)."""
         query = check_query(query)
         if query_vector is None:
-            query_vector = self.embed_query(query)
-        return self.local.retrieve(query, query_vector, config or self.config.local, self.config.fusion)
+            query_vector = self.index.embed_query(query)
+        return self.index.local.retrieve(query, query_vector, config or self.config.local, self.config.fusion)
 
     def local_search(
         self, query: str, *, only_context: bool = False, stream: bool = False, config: LocalConfig | None = None
     ) -> SearchResult | StreamingResult:
         """Entities linked to the query, their graph neighbourhood, reports and text, then one answer call."""
-        return search_local(
-            self, check_query(query), config or self.config.local, only_context=only_context, stream=stream
-        )
+        run = self.begin("local", check_query(query), only_context=only_context)
+        return search_local(self.index, run, config or self.config.local, self.config.fusion, stream=stream)
 
     def global_search(
         self,
@@ -276,9 +218,10 @@ class QueryEngine:
 
         LLM calls = map chunks + 1 (the reduce call is skipped when no point is important enough;
         the answer then says the index holds nothing relevant)."""
-        return search_global(
-            self, check_query(query), level, config or self.config.global_, only_context=only_context, stream=stream
-        )
+        query, config = check_query(query), config or self.config.global_
+        plan = map_plan(self.index, level, config)  # a wrong level or a missing table fails before any model loads
+        run = self.begin("global", query, only_context=only_context)
+        return search_global(self.index, run, plan, config, stream=stream)
 
     def tree_search(
         self,
@@ -294,4 +237,7 @@ class QueryEngine:
         config = config or self.config.tree
         if strategy is not None:
             config = dataclasses.replace(config, strategy=strategy)
-        return search_tree(self, check_query(query), config, only_context=only_context, stream=stream)
+        query = check_query(query)
+        _ = self.index.tree  # an index without a tree fails here, before any model loads
+        run = self.begin("tree", query, only_context=only_context)
+        return search_tree(self.index, run, config, stream=stream)

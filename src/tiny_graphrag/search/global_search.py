@@ -30,15 +30,14 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from tiny_graphrag.backends.llm import LLM
 from tiny_graphrag.citations import parse_citations, strip_citations
 from tiny_graphrag.errors import InputError
-from tiny_graphrag.records import Report, TreeNode
-from tiny_graphrag.search.answer import CallMeter
+from tiny_graphrag.search.answer import CallMeter, SearchRun
 from tiny_graphrag.search.config import GlobalConfig
 from tiny_graphrag.search.context import (
     BuiltContext,
@@ -51,13 +50,10 @@ from tiny_graphrag.search.context import (
     source_report,
 )
 from tiny_graphrag.search.grounding import Grounding, ground_points
+from tiny_graphrag.search.index import SearchIndex
 from tiny_graphrag.search.prompts import map_messages, map_schema, reduce_messages
+from tiny_graphrag.search.report_index import GlobalIndex
 from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult
-from tiny_graphrag.search.tokens import TokenCounter
-from tiny_graphrag.search.vectors import VectorIndex
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tiny_graphrag.search.engine import QueryEngine
 
 log = logging.getLogger(__name__)
 
@@ -142,91 +138,6 @@ def parse_map_answer(
     return points, True
 
 
-class GlobalIndex:
-    """The report table of an index: short ids, levels, vectors for the optional pre-filter.
-
-    `covers` is set for the RAPTOR tree's summaries taken as reports: the chunk ids each covers,
-    so a summary's sources resolve to document text."""
-
-    def __init__(
-        self,
-        reports: Sequence[Report],
-        report_vectors: VectorIndex | None = None,
-        covers: dict[str, tuple[str, ...]] | None = None,
-    ):
-        self.reports = list(reports)
-        self.covers = covers
-        # A report's citation id is its row in the index's report table: the same in every search.
-        self.id_of: dict[str, int] = {r.community_id: i for i, r in enumerate(self.reports)}
-        self.vectors = report_vectors
-        self._batch_counts: dict[tuple, int] = {}
-
-    @property
-    def levels(self) -> list[int]:
-        return sorted({r.level for r in self.reports})
-
-    def at_level(self, level: int) -> list[tuple[int, Report]]:
-        return [(self.id_of[r.community_id], r) for r in self.reports if r.level == level]
-
-    def choose_level(self, config: GlobalConfig, chunk_tokens: int, counter: TokenCounter) -> int:
-        """The deepest level needing at most `max_map_chunks` map calls, else the root level."""
-        levels = self.levels
-        best = levels[0]
-        for level in levels:
-            key = (level, chunk_tokens, counter.name)
-            if key not in self._batch_counts:
-                batches = pack_report_batches(self.at_level(level), chunk_tokens, counter, seed=None)
-                self._batch_counts[key] = len(batches)
-            if self._batch_counts[key] <= config.max_map_chunks:
-                best = level
-        return best
-
-    def prefilter(
-        self, reports: list[tuple[int, Report]], query_vector: np.ndarray | None, config: GlobalConfig
-    ) -> list[tuple[int, Report]]:
-        """The reports most similar to the query, when a pre-filter is configured."""
-        if (config.prefilter_top is None and config.prefilter_min_similarity is None) or query_vector is None:
-            return reports
-        if self.vectors is None or len(self.vectors) == 0:
-            log.warning("the index has no report vectors: the global pre-filter is skipped")
-            return reports
-        sims = dict(zip(self.vectors.ids, self.vectors.similarities(query_vector)))
-        scored = sorted(reports, key=lambda rr: (-float(sims.get(rr[1].community_id, -1.0)), rr[0]))
-        if config.prefilter_min_similarity is not None:
-            scored = [rr for rr in scored if sims.get(rr[1].community_id, -1.0) >= config.prefilter_min_similarity]
-        if config.prefilter_top is not None:
-            scored = scored[: config.prefilter_top]
-        return scored
-
-
-def tree_as_reports(nodes: Sequence[TreeNode], vectors: VectorIndex) -> GlobalIndex:
-    """The tree's summaries as one report table: the top layer is level 0 (the broadest, like a
-    root community), each layer down one level deeper."""
-    top = max((n.layer for n in nodes), default=0)
-    reports = [
-        Report(n.id, top - n.layer, f"summary of {len(n.chunks)} passages (layer {n.layer})", n.text, 0.0, "")
-        for n in sorted(nodes, key=lambda n: (-n.layer, n.id))
-    ]
-    return GlobalIndex(reports, vectors, covers={n.id: n.chunks for n in nodes})
-
-
-def _map_source(engine: QueryEngine, config: GlobalConfig) -> GlobalIndex:
-    """The reports, or the tree's summaries (config.source; "auto": the tree only without reports)."""
-    has_tree = bool(engine.store.manifest.get("tree"))
-    if config.source == "reports" or (config.source == "auto" and (engine.globals.levels or not has_tree)):
-        if engine.globals.levels:
-            return engine.globals
-        raise InputError(
-            f"index {engine.path} has no community reports, which global search needs: it was built without "
-            "them (`tiny-graphrag build --no-reports`, BuildConfig(reports=False)) or its graph has no "
-            "communities. Rebuild it with reports (they need an LLM) or with a tree (`--tree`, whose summaries "
-            "global search then maps), or use local or naive search"
-        )
-    if not engine.tree.nodes:  # engine.tree names the build option when there is no tree
-        raise InputError(f"the tree of {engine.path} has no summaries (too few chunks): use naive or tree search")
-    return engine.tree_globals
-
-
 def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalConfig) -> list[MapAnswer]:
     """One constrained call per batch: which of its findings help, and how much."""
     answers = []
@@ -264,28 +175,41 @@ def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], confi
 
 
 def _grounded(
-    engine: QueryEngine, points: list[KeyPoint], qvec: np.ndarray | None, query: str, config: GlobalConfig
+    index: SearchIndex, points: list[KeyPoint], qvec: np.ndarray | None, query: str, config: GlobalConfig
 ) -> tuple[list[KeyPoint], list[Grounding | None], int]:
     """The points with their grounded importance (grounding.py), or as the model scored them when
     grounding is off; and the reduce's entry score (`point_cutoff` of the best point's;
     build_reduce_context never admits a 0)."""
-    qvec = qvec if qvec is not None or config.relevance_weight <= 0 else engine.embed_query(query)
-    pairs = ground_points(points, qvec, engine.embedder.embed, weight=config.relevance_weight, skip=INVALID_MAP_ANSWER)
+    qvec = qvec if qvec is not None or config.relevance_weight <= 0 else index.embed_query(query)
+    pairs = ground_points(points, qvec, index.embedder.embed, weight=config.relevance_weight, skip=INVALID_MAP_ANSWER)
     points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
     best = max((p.score for p in points), default=0)
     return points, grounding, math.ceil(config.point_cutoff * best)
 
 
-def search_global(
-    engine: QueryEngine, query: str, level: int | None, config: GlobalConfig, *, only_context: bool, stream: bool
-) -> SearchResult | StreamingResult:
-    globals_ = _map_source(engine, config)
+def map_plan(index: SearchIndex, level: int | None, config: GlobalConfig) -> tuple[GlobalIndex, int | None]:
+    """What global search maps (reports or tree summaries) and the level asked for (None: chosen
+    later by the budget); checked before a search starts, so a wrong level never loads a model."""
+    globals_ = index.map_source(config.source)
     if level is None:
         level = config.level
     levels = globals_.levels
     if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level not in levels):
-        raise InputError(f"community level {level!r} does not exist in {engine.path}; its levels are {levels}")
-    run = engine.begin("global", query, only_context=only_context)
+        raise InputError(f"community level {level!r} does not exist in {index.path}; its levels are {levels}")
+    return globals_, level
+
+
+def search_global(
+    index: SearchIndex,
+    run: SearchRun,
+    plan: tuple[GlobalIndex, int | None],
+    config: GlobalConfig,
+    *,
+    stream: bool,
+) -> SearchResult | StreamingResult:
+    globals_, level = plan
+    levels = globals_.levels
+    query, only_context = run.query, run.only_context
     counter = run.counter
     chunk_tokens = run.room(map_messages("", query), config.map_max_tokens, "map", wanted=config.map_chunk_tokens)
     reduce_room = run.room(reduce_messages("", query), config.reduce_max_tokens, "reduce")
@@ -295,7 +219,7 @@ def search_global(
         at_level = globals_.at_level(chosen)
         qvec = None
         if config.prefilter_top is not None or config.prefilter_min_similarity is not None:
-            qvec = engine.embed_query(query)
+            qvec = index.embed_query(query)
         selected = globals_.prefilter(at_level, qvec, config)
         batches = pack_report_batches(selected, chunk_tokens, counter, seed=config.shuffle_seed)
         without = len(batches)
@@ -305,15 +229,13 @@ def search_global(
     shown = {rid for b in batches for rid in b.report_ids}
     sources = nested_sources(
         Sources(reports=tuple(source_report(rid, r) for rid, r in at_level if rid in shown)),
-        engine.store,
-        engine.graph_index,
+        index.store,
+        index.graph_index,
     )
     if globals_.covers is not None:  # tree summaries: their sources are the chunks they cover
         covered = dict.fromkeys(c for rid, r in at_level if rid in shown for c in globals_.covers[r.community_id])
         sources = sources.merged(
-            Sources(
-                chunks=tuple(source_chunk(c, engine.sid_of[c.id]) for c in engine.store.chunks_by_id(list(covered)))
-            )
+            Sources(chunks=tuple(source_chunk(c, index.sid_of[c.id]) for c in index.store.chunks_by_id(list(covered))))
         )
     map_text = "\n\n".join(f"=====Map call {i + 1} of {len(batches)}=====\n{b.text}" for i, b in enumerate(batches))
     details: dict[str, Any] = run.details
@@ -348,7 +270,7 @@ def search_global(
         answers = run_map(llm, batches, query, config)
     run.usage["map"] = meter.usage(sum(a.prompt_tokens for a in answers), sum(a.completion_tokens for a in answers))
     with run.timer("grounding"):
-        points, grounding, min_score = _grounded(engine, _candidates(answers, batches, config), qvec, query, config)
+        points, grounding, min_score = _grounded(index, _candidates(answers, batches, config), qvec, query, config)
     best_similarity = max((g.similarity for g in grounding if g is not None), default=None)
     vouched = any(p.model_score for p in points)  # the map model scored a point above 0 itself
     # Neither the map model nor the embedder found anything: no point reaches the reduce.

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiny_graphrag.index.graph import normalize_name
-from tiny_graphrag.search.naive import STOPWORDS
+from tiny_graphrag.search.hybrid import STOPWORDS
 from tiny_graphrag.search.vectors import VectorIndex
 
 _TOKEN = re.compile(r"\S+")

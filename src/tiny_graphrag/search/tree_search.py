@@ -11,13 +11,13 @@ to document text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tiny_graphrag.errors import InputError
-from tiny_graphrag.records import TreeNode
+from tiny_graphrag.search.answer import SearchRun
 from tiny_graphrag.search.config import TreeSearchConfig
 from tiny_graphrag.search.context import REPORT_HEADER, SOURCE_HEADER, BuiltContext, join_sections, source_chunk
+from tiny_graphrag.search.index import SearchIndex
+from tiny_graphrag.search.report_index import TreeIndex
 from tiny_graphrag.search.result import SearchResult, SourceReport, Sources, StreamingResult
 from tiny_graphrag.search.vectors import VectorIndex
 from tiny_graphrag.tables import Count, row
@@ -25,29 +25,7 @@ from tiny_graphrag.tables import Count, row
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from tiny_graphrag.search.engine import QueryEngine
-
 TREE_CITATIONS = "[Data: Sources (ids); Reports (ids)]"
-
-
-@dataclass(frozen=True)
-class TreeIndex:
-    nodes: dict[str, TreeNode]  # the summaries by id
-    vectors: VectorIndex  # their embeddings
-    roots: tuple[str, ...]  # the top: nodes (summaries or chunks) that are nobody's child
-
-    @classmethod
-    def load(cls, engine: QueryEngine) -> TreeIndex:
-        if not engine.store.manifest.get("tree"):
-            raise InputError(
-                f"the index {engine.path} has no RAPTOR tree: it was built without one. Rebuild it with "
-                "`tiny-graphrag build FILE... --out DIR --tree` (in Python: BuildConfig(tree=TreeConfig(enabled=True)))"
-            )
-        nodes = {n.id: n for n in engine.store.tree()}
-        ids, matrix = engine.store.vectors("tree")
-        children = {c for n in nodes.values() for c in n.children}
-        roots = tuple(i for i in [*nodes, *engine.chunk_vectors.ids] if i not in children)
-        return cls(nodes, VectorIndex(ids, matrix, device=engine.device), roots)
 
 
 def rank_nodes(
@@ -96,16 +74,16 @@ def _pack(items: list[tuple[str, str, object]], budget: int, count: Count) -> tu
 
 
 def build_tree_context(
-    engine: QueryEngine, tree: TreeIndex, ranked: list[tuple[str, float]], budget: int, count: Count
+    index: SearchIndex, tree: TreeIndex, ranked: list[tuple[str, float]], budget: int, count: Count
 ) -> BuiltContext:
     """The ranked nodes that fit in `budget`: summaries as Reports rows, chunks as Sources rows."""
     items: list[tuple[str, str, object]] = []
     rid = 0  # summaries are numbered 1..n in the order shown
-    chunk_of = {c.id: c for c in engine.store.chunks_by_id([n for n, _ in ranked if n not in tree.nodes])}
+    chunk_of = {c.id: c for c in index.store.chunks_by_id([n for n, _ in ranked if n not in tree.nodes])}
     for nid, _ in ranked:
         node = tree.nodes.get(nid)
         if node is None:
-            chunk, sid = chunk_of[nid], engine.sid_of[nid]
+            chunk, sid = chunk_of[nid], index.sid_of[nid]
             items.append(("Sources", row(sid, chunk.text), source_chunk(chunk, sid)))
         else:
             rid += 1
@@ -123,37 +101,33 @@ def build_tree_context(
         )
     )
     seen = {c.chunk_id for c in shown}
-    unseen = engine.store.chunks_by_id([c for c in reached if c not in seen])
-    extra = [source_chunk(c, engine.sid_of[c.id]) for c in unseen]
+    unseen = index.store.chunks_by_id([c for c in reached if c not in seen])
+    extra = [source_chunk(c, index.sid_of[c.id]) for c in unseen]
     return BuiltContext(
         text,
         Sources(chunks=tuple(shown + extra), reports=tuple(summaries)),
         n,
         budget,
         details={
-            "summaries": {s.id: [engine.sid_of[c] for c in tree.nodes[s.community_id].chunks] for s in summaries},
+            "summaries": {s.id: [index.sid_of[c] for c in tree.nodes[s.community_id].chunks] for s in summaries},
             "reached": reached,
         },
     )
 
 
 def search_tree(
-    engine: QueryEngine, query: str, config: TreeSearchConfig, *, only_context: bool, stream: bool
+    index: SearchIndex, run: SearchRun, config: TreeSearchConfig, *, stream: bool
 ) -> SearchResult | StreamingResult:
-    tree = engine.tree
-    run = engine.begin("tree", query, only_context=only_context)
-    answer_tokens = engine.config.answer_max_tokens
-    room = min(run.answer_room(TREE_CITATIONS, answer_tokens), config.context_tokens)
+    tree = index.tree
+    room = min(run.answer_room(TREE_CITATIONS), config.context_tokens)
     with run.timer("embed_query"):
-        qvec = engine.embed_query(query)
+        qvec = index.embed_query(run.query)
     with run.timer("retrieve"):
-        ranked = rank_nodes(tree, engine.chunk_vectors, qvec, config)
+        ranked = rank_nodes(tree, index.chunk_vectors, qvec, config)
     with run.timer("context"):
-        relevant = bool(ranked) and ranked[0][1] >= engine.config.naive.min_similarity
-        built = build_tree_context(engine, tree, ranked if relevant else [], room, run.counter)
+        relevant = bool(ranked) and ranked[0][1] >= config.min_similarity
+        built = build_tree_context(index, tree, ranked if relevant else [], room, run.counter)
     run.details.update(budget=room, strategy=config.strategy, ranking=ranked[:10], **built.details)
     if not tree.nodes:
         run.notes.append("the index's tree has no summaries (too few chunks): tree search ranked the chunks alone")
-    return run.answer_context(
-        built, TREE_CITATIONS, max_tokens=answer_tokens, stream=stream, cite=("Sources", "Reports")
-    )
+    return run.answer_context(built, TREE_CITATIONS, stream=stream, cite=("Sources", "Reports"))

@@ -1,9 +1,22 @@
-"""Fusing rankings: reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009) and min-max score fusion."""
+"""Hybrid chunk retrieval: dense cosine and FTS5 BM25 rankings, fused.
+
+Fusion is reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009) or min-max score fusion.
+The hybrid ranking is naive search's retrieval, local search's text ranking and fallback, and
+what the retrieval benchmark (bench/retrieval_eval.py) measures, so what is measured is what runs.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
+
+import numpy as np
+
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.search.config import FusionConfig
+from tiny_graphrag.search.vectors import VectorIndex
 
 T = TypeVar("T", bound=Hashable)
 
@@ -86,3 +99,65 @@ def peak_weight(scores: Sequence[float], backoff: float, rank: int = 5) -> float
     if len(scores) < rank or scores[rank - 1] <= 0:
         return 1.0
     return max(0.0, min(1.0, (scores[0] / scores[rank - 1] - 1.0) / backoff))
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Question words and function words: with FTS5's OR query every chunk matches "the", which only
+# costs time and adds noise. Kept small on purpose; a query made only of these keeps its words.
+STOPWORDS = frozenset(
+    """a an the of in on at to for by with from into about as and or but nor not no is are was were be been
+    being am do does did done has have had having it its this that these those there here what which who
+    whom whose when where why how than then so if while also both either neither each any all some
+    such same other another i me my we our you your he him his she her they them their one""".split()
+)
+
+
+def keyword_query(query: str) -> str:
+    """The words of `query` for the keyword index: stopwords dropped unless nothing else is left."""
+    words = _WORD.findall(query)
+    kept = [w for w in words if w.lower() not in STOPWORDS]
+    return " ".join(kept or words)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The three rankings of one query (chunk ids, best first), kept for evaluation and details."""
+
+    dense: tuple[tuple[str, float], ...]
+    keyword: tuple[tuple[str, float], ...]
+    fused: tuple[tuple[str, float], ...]
+
+    def ids(self, which: str = "fused") -> list[str]:
+        return [cid for cid, _ in getattr(self, which)]
+
+    def relevant(self, min_similarity: float) -> bool:
+        """A keyword hit or a chunk similar enough; else nothing in the index is about the query."""
+        return bool(self.keyword) or any(s >= min_similarity for _, s in self.dense[:1])
+
+
+def fuse(dense: list[tuple[str, float]], keyword: list[tuple[str, float]], f: FusionConfig) -> list[tuple[str, float]]:
+    """The two scored rankings fused as `f` says (bench/retrieval_tuning.py re-fuses with this)."""
+    keyword_weight = f.keyword_weight
+    if f.flat_keyword_backoff is not None:  # a flat keyword ranking counts less (fusion.peak_weight)
+        keyword_weight *= peak_weight([s for _, s in keyword], f.flat_keyword_backoff)
+    weights = [f.dense_weight, keyword_weight]
+    if f.method == "score":
+        return score_fusion([dense, keyword], weights)
+    return reciprocal_rank_fusion([[c for c, _ in dense], [c for c, _ in keyword]], k=f.k, weights=weights)
+
+
+class HybridRetriever:
+    """Dense + keyword chunk ranking over one index, fused as FusionConfig says (RRF or score fusion)."""
+
+    def __init__(self, store: IndexStore, chunk_vectors: VectorIndex, fusion: FusionConfig | None = None):
+        self.store = store
+        self.vectors = chunk_vectors
+        self.fusion = fusion or FusionConfig()
+
+    def rank(self, query: str, query_vector: np.ndarray, *, fusion: FusionConfig | None = None) -> Ranked:
+        f = fusion or self.fusion
+        words = keyword_query(query)
+        dense = self.vectors.search(query_vector, f.depth) if f.dense_weight > 0 else []
+        keyword = self.store.keyword_search(words, f.depth) if f.keyword_weight > 0 and words else []
+        return Ranked(tuple(dense), tuple(keyword), tuple(fuse(dense, keyword, f)))

@@ -1,0 +1,114 @@
+"""The tables global search maps: community reports, or a RAPTOR tree's summaries taken as reports.
+
+`GlobalIndex` numbers the reports (a report's citation id is its row, the same in every search),
+groups them by level and pre-filters them by similarity to the query; `TreeIndex` holds the
+tree's summaries and vectors for tree search, and `tree_as_reports` turns them into a
+`GlobalIndex` whose top layer is level 0.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiny_graphrag.errors import InputError
+from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.records import Report, TreeNode
+from tiny_graphrag.search.config import GlobalConfig
+from tiny_graphrag.search.context import pack_report_batches
+from tiny_graphrag.search.tokens import TokenCounter
+from tiny_graphrag.search.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+
+class GlobalIndex:
+    """The report table of an index: short ids, levels, vectors for the optional pre-filter.
+
+    `covers` is set for the RAPTOR tree's summaries taken as reports: the chunk ids each covers,
+    so a summary's sources resolve to document text."""
+
+    def __init__(
+        self,
+        reports: Sequence[Report],
+        report_vectors: VectorIndex | None = None,
+        covers: dict[str, tuple[str, ...]] | None = None,
+    ):
+        self.reports = list(reports)
+        self.covers = covers
+        # A report's citation id is its row in the index's report table: the same in every search.
+        self.id_of: dict[str, int] = {r.community_id: i for i, r in enumerate(self.reports)}
+        self.vectors = report_vectors
+        self._batch_counts: dict[tuple, int] = {}
+
+    @property
+    def levels(self) -> list[int]:
+        return sorted({r.level for r in self.reports})
+
+    def at_level(self, level: int) -> list[tuple[int, Report]]:
+        return [(self.id_of[r.community_id], r) for r in self.reports if r.level == level]
+
+    def choose_level(self, config: GlobalConfig, chunk_tokens: int, counter: TokenCounter) -> int:
+        """The deepest level needing at most `max_map_chunks` map calls, else the root level."""
+        levels = self.levels
+        best = levels[0]
+        for level in levels:
+            key = (level, chunk_tokens, counter.name)
+            if key not in self._batch_counts:
+                batches = pack_report_batches(self.at_level(level), chunk_tokens, counter, seed=None)
+                self._batch_counts[key] = len(batches)
+            if self._batch_counts[key] <= config.max_map_chunks:
+                best = level
+        return best
+
+    def prefilter(
+        self, reports: list[tuple[int, Report]], query_vector: np.ndarray | None, config: GlobalConfig
+    ) -> list[tuple[int, Report]]:
+        """The reports most similar to the query, when a pre-filter is configured."""
+        if (config.prefilter_top is None and config.prefilter_min_similarity is None) or query_vector is None:
+            return reports
+        if self.vectors is None or len(self.vectors) == 0:
+            log.warning("the index has no report vectors: the global pre-filter is skipped")
+            return reports
+        sims = dict(zip(self.vectors.ids, self.vectors.similarities(query_vector)))
+        scored = sorted(reports, key=lambda rr: (-float(sims.get(rr[1].community_id, -1.0)), rr[0]))
+        if config.prefilter_min_similarity is not None:
+            scored = [rr for rr in scored if sims.get(rr[1].community_id, -1.0) >= config.prefilter_min_similarity]
+        if config.prefilter_top is not None:
+            scored = scored[: config.prefilter_top]
+        return scored
+
+
+def tree_as_reports(nodes: Sequence[TreeNode], vectors: VectorIndex) -> GlobalIndex:
+    """The tree's summaries as one report table: the top layer is level 0 (the broadest, like a
+    root community), each layer down one level deeper."""
+    top = max((n.layer for n in nodes), default=0)
+    reports = [
+        Report(n.id, top - n.layer, f"summary of {len(n.chunks)} passages (layer {n.layer})", n.text, 0.0, "")
+        for n in sorted(nodes, key=lambda n: (-n.layer, n.id))
+    ]
+    return GlobalIndex(reports, vectors, covers={n.id: n.chunks for n in nodes})
+
+
+@dataclass(frozen=True)
+class TreeIndex:
+    nodes: dict[str, TreeNode]  # the summaries by id
+    vectors: VectorIndex  # their embeddings
+    roots: tuple[str, ...]  # the top: nodes (summaries or chunks) that are nobody's child
+
+    @classmethod
+    def load(cls, store: IndexStore, chunk_ids: Sequence[str], device: str) -> TreeIndex:
+        """The index's tree; an InputError naming the build option when it has none."""
+        if not store.manifest.get("tree"):
+            raise InputError(
+                f"the index {store.path} has no RAPTOR tree: it was built without one. Rebuild it with "
+                "`tiny-graphrag build FILE... --out DIR --tree` (in Python: BuildConfig(tree=TreeConfig(enabled=True)))"
+            )
+        nodes = {n.id: n for n in store.tree()}
+        ids, matrix = store.vectors("tree")
+        children = {c for n in nodes.values() for c in n.children}
+        roots = tuple(i for i in [*nodes, *chunk_ids] if i not in children)
+        return cls(nodes, VectorIndex(ids, matrix, device=device), roots)
