@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 from _names_index import build_names_index
 
+from tiny_graphrag import load_index
 from tiny_graphrag.outputs.notebook import SizePlot
 from tiny_graphrag.search.config import LocalConfig
 from tiny_graphrag.search.engine import QueryEngine
@@ -37,7 +38,7 @@ def test_search_result_links_each_citation_to_its_text(built):
 
 
 def test_tables_and_plot(built):
-    store = built.open()
+    store = load_index(built.path)  # the user's handle shows itself; the storage class shows nothing
     summary = built._repr_html_()
     assert "build summary" in summary and f"<td style='text-align:left'>{built.summary.chunks}</td>" in summary
     table = store._repr_html_()

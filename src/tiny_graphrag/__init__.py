@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from tiny_graphrag.config import VERSION as __version__
 
 _EXPORTS = {
     "build_index": "tiny_graphrag.build.pipeline",

@@ -18,7 +18,7 @@ class Citable(Protocol):
 
 
 CitationKind = str  # "entities", "relationships", "sources", "reports"
-_KINDS = {
+KINDS = {
     "entities": "Entities",
     "entity": "Entities",
     "relationships": "Relationships",
@@ -30,16 +30,16 @@ _KINDS = {
     "reports": "Reports",
     "report": "Reports",
 }
-_DATA_BLOCK = re.compile(r"\s*\[\s*Data\s*:([^\]]*)\]", re.IGNORECASE)
-_DATA_PART = re.compile(r"([A-Za-z]+)\s*\(([^)]*)\)")
+DATA_BLOCK = re.compile(r"\s*\[\s*Data\s*:([^\]]*)\]", re.IGNORECASE)
+DATA_PART = re.compile(r"([A-Za-z]+)\s*\(([^)]*)\)")
 
 
 def parse_citations(text: str) -> dict[str, list[int]]:
     """Ids cited as [Data: Entities (1, 2); Relationships (3); Sources (4)], in order, deduplicated."""
     out: dict[str, list[int]] = {"entities": [], "relationships": [], "sources": [], "reports": []}
-    for block in _DATA_BLOCK.finditer(text):
-        for kind, ids in _DATA_PART.findall(block.group(1)):
-            name = _KINDS.get(kind.lower())
+    for block in DATA_BLOCK.finditer(text):
+        for kind, ids in DATA_PART.findall(block.group(1)):
+            name = KINDS.get(kind.lower())
             if name is None:
                 continue
             bucket = out[name.lower()]
@@ -54,8 +54,8 @@ def filter_citations(text: str, citable: Mapping[str, set[int]]) -> str:
 
     def repl(m: re.Match) -> str:
         parts: dict[str, list[int]] = {}
-        for kind, ids in _DATA_PART.findall(m.group(1)):
-            name = _KINDS.get(kind.lower())
+        for kind, ids in DATA_PART.findall(m.group(1)):
+            name = KINDS.get(kind.lower())
             if name is None:
                 continue
             allowed = citable.get(name.lower(), set())
@@ -66,12 +66,12 @@ def filter_citations(text: str, citable: Mapping[str, set[int]]) -> str:
         rendered = "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in parts.items() if v)
         return f" [Data: {rendered}]" if rendered else ""
 
-    return _DATA_BLOCK.sub(repl, text).strip()
+    return DATA_BLOCK.sub(repl, text).strip()
 
 
 def strip_citations(text: str) -> str:
     """The text without its [Data: ...] blocks (a report quoted inside another context)."""
-    return _DATA_BLOCK.sub("", text).strip()
+    return DATA_BLOCK.sub("", text).strip()
 
 
 def unresolved(text: str, sources: Citable) -> dict[str, tuple[int, ...]]:
@@ -93,6 +93,6 @@ def check_citations(text: str, sources: Citable) -> tuple[str, dict[str, tuple[i
     without any id, the prompt's "[Data: Reports (ids)]" copied as it stands.
     """
     bad = unresolved(text, sources)
-    if not bad and not any(not re.search(r"\d", m.group(1)) for m in _DATA_BLOCK.finditer(text)):
+    if not bad and not any(not re.search(r"\d", m.group(1)) for m in DATA_BLOCK.finditer(text)):
         return text, {}
     return filter_citations(text, sources.citable()), bad

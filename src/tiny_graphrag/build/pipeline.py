@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tiny_graphrag import __version__
 from tiny_graphrag.backends.embed import CachedEmbedder, Embedder, TextEmbedder, document_title, titled
 from tiny_graphrag.backends.files import choose_device
 from tiny_graphrag.backends.llm import LLM, CachedLLM, open_llm
@@ -27,7 +26,7 @@ from tiny_graphrag.build.chunking import chunk_documents
 from tiny_graphrag.build.documents import LoadedInputs, collect_documents, input_paths
 from tiny_graphrag.build.resolve import resolve_aliases
 from tiny_graphrag.build.sync import changes, check_settings, plan, previous_index, settings
-from tiny_graphrag.config import BuildConfig
+from tiny_graphrag.config import VERSION, BuildConfig
 from tiny_graphrag.errors import InputError, TinyGraphRAGError
 from tiny_graphrag.extract.base import Extractor, make_extractor
 from tiny_graphrag.extract.cached import Executor, extract_cached
@@ -398,7 +397,7 @@ def _run(
         )
         store.write_manifest(
             {
-                "library_version": __version__,
+                "library_version": VERSION,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "schema": schema.to_dict(),
                 "config": asdict(config),

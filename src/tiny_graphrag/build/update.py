@@ -41,6 +41,19 @@ class Index(IndexStore):
     given (they must then match the index's, or the update is refused naming the difference).
     """
 
+    # ---- in notebooks (outputs/notebook.py, outputs/view.py): the store itself shows nothing ----
+    def _repr_html_(self) -> str:
+        from tiny_graphrag.outputs.notebook import index_html
+
+        return index_html(self)
+
+    def view(self, *, level: int = 0, top: int = 200, community: str | None = None, height: int = 640):
+        """The interactive graph view, shown inline in a notebook (see view.py for the options)."""
+        from tiny_graphrag.outputs.notebook import InlineView
+        from tiny_graphrag.outputs.view import view_html
+
+        return InlineView(view_html(self, level=level, top=top, community=community), height=height)
+
     def add(self, items: Items, *, progress: bool = False, **models: Any) -> BuildResult:
         """Index new files, directories or texts; a file whose content changed is re-indexed.
         Inputs already indexed are a no-op (logged)."""

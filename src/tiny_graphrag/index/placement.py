@@ -17,7 +17,7 @@ import errno
 import fcntl
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -40,12 +40,12 @@ def is_unfinished_index(path: Path) -> bool:
     return bool(names) and names <= INDEX_FILES
 
 
-def _real(path: Path) -> Path:
+def real_path(path: Path) -> Path:
     # os.path.realpath, unlike Path.resolve on Python 3.11, never raises on a link loop
     return Path(os.path.realpath(path))
 
 
-def _inside(a: Path, b: Path) -> bool:
+def is_inside(a: Path, b: Path) -> bool:
     """a is b or lies inside b (both resolved)."""
     return a == b or b in a.parents
 
@@ -55,8 +55,8 @@ def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = Fa
     out = Path(os.path.abspath(out_dir))
     # A link named as --out stands for the folder it points to: the build stages beside that
     # folder and replaces it, so the final rename never crosses filesystems and the link stays.
-    real = _real(out)
-    if _inside(_real(Path.cwd()), real):
+    real = real_path(out)
+    if is_inside(real_path(Path.cwd()), real):
         raise OutputError(
             f"--out {out_dir} is the current directory or one of its parents: an index needs a folder of "
             "its own, e.g. --out graphs/NAME"
@@ -77,13 +77,13 @@ def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = Fa
                     "folder, e.g. --out graphs/NAME"
                 )
     for item in inputs:
-        src = _real(Path(item))
-        if _inside(real, src):
+        src = real_path(Path(item))
+        if is_inside(real, src):
             raise OutputError(
                 f"--out {out_dir} lies inside the input {item}: the index would be read as input and could "
                 "replace your documents. Choose an output outside the inputs, e.g. --out graphs/NAME"
             )
-        if _inside(src, real):
+        if is_inside(src, real):
             raise OutputError(
                 f"the input {item} lies inside --out {out_dir}, which the build replaces: move the documents "
                 "out of it or choose another --out"
@@ -200,3 +200,43 @@ def disk_full_error(exc: OSError, where: Path) -> TinyGraphRAGError | None:
             "write to with --out"
         )
     return None
+
+
+def check_target(out: Path, index_dir: Path, force: bool, folder_files) -> Path:
+    """An export's output path, checked: nothing that is not ours is replaced, and never inside the index."""
+    real = real_path(out)
+    if is_inside(real, real_path(index_dir)):
+        raise OutputError(
+            f"--out {out} lies inside the index {index_dir}, which a rebuild replaces: "
+            "write the export elsewhere, e.g. --out exports/NAME"
+        )
+    if folder_files is None:  # one file
+        if real.is_dir():
+            raise OutputError(f"--out {out} is a folder: give a file name, e.g. --out {out / 'graph'}")
+        if real.exists() and not force:
+            raise OutputError(f"--out {out} exists: choose a new name, or add --force to replace that file")
+        real.parent.mkdir(parents=True, exist_ok=True)
+        return real
+    if real.exists() and not real.is_dir():
+        raise OutputError(f"--out {out} is a file: this format writes a folder of files ({', '.join(folder_files)})")
+    taken = [name for name in folder_files if (real / name).exists()]
+    if taken and not force:
+        raise OutputError(
+            f"--out {out} already holds {', '.join(taken)}: choose a new folder, or add --force to "
+            "replace those files (nothing else in the folder is touched)"
+        )
+    if any((real / name).is_dir() for name in taken):
+        raise OutputError(f"--out {out} holds a folder named like an export file ({', '.join(taken)}): move it away")
+    real.mkdir(parents=True, exist_ok=True)
+    return real
+
+
+def write_atomic(path: Path, write: Callable, mode: str = "w") -> None:
+    """Write through a temporary sibling, so an interrupted export never leaves half a file."""
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as fh:
+            write(fh)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

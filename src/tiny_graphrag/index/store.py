@@ -141,19 +141,6 @@ class IndexStore:
     def close(self) -> None:
         self._db.close()
 
-    # ---- in notebooks (notebook.py, view.py) ----------------------------------------------
-    def _repr_html_(self) -> str:
-        from tiny_graphrag.outputs.notebook import index_html
-
-        return index_html(self)
-
-    def view(self, *, level: int = 0, top: int = 200, community: str | None = None, height: int = 640):
-        """The interactive graph view, shown inline in a notebook (see view.py for the options)."""
-        from tiny_graphrag.outputs.notebook import InlineView
-        from tiny_graphrag.outputs.view import view_html
-
-        return InlineView(view_html(self, level=level, top=top, community=community), height=height)
-
     # ---- documents and chunks -----------------------------------------------------------
     def add_documents(self, docs: Iterable[Document]) -> None:
         with self._db:

@@ -17,13 +17,12 @@ import csv
 import json
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import networkx as nx
 
-from tiny_graphrag.errors import InputError, OutputError, require
-from tiny_graphrag.index.placement import _inside, _real
+from tiny_graphrag.errors import InputError, require
+from tiny_graphrag.index.placement import check_target, write_atomic
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.outputs.parquet import GRAPHRAG_TABLES, graphrag_tables
 
@@ -43,14 +42,14 @@ def export_index(
     store = index if isinstance(index, IndexStore) else IndexStore.open(index)
     if fmt == "parquet":
         pq = require("pyarrow.parquet", "export", "Parquet export")
-        folder = _check_target(Path(out), store.path, force, [f"{t}.parquet" for t in GRAPHRAG_TABLES])
+        folder = check_target(Path(out), store.path, force, [f"{t}.parquet" for t in GRAPHRAG_TABLES])
         for name, table in graphrag_tables(store).items():
             write_atomic(folder / f"{name}.parquet", lambda fh, t=table: pq.write_table(t, fh), "wb")
         return [folder / f"{t}.parquet" for t in GRAPHRAG_TABLES]
     if fmt == "neo4j":
-        folder = _check_target(Path(out), store.path, force, NEO4J_FILES)
+        folder = check_target(Path(out), store.path, force, NEO4J_FILES)
         return _neo4j(store, folder)
-    path = _check_target(Path(out), store.path, force, None)
+    path = check_target(Path(out), store.path, force, None)
     if fmt == "json":
         data = nx.node_link_data(json_graph(store), edges="links")
         write_atomic(path, lambda fh: json.dump(data, fh, ensure_ascii=False, indent=1), "w")
@@ -63,46 +62,6 @@ def export_index(
         write_atomic(path, lambda fh: writer(flat, fh), "wb")
     log.info("exported %s as %s to %s", store.path, fmt, path)
     return [path]
-
-
-def _check_target(out: Path, index_dir: Path, force: bool, folder_files) -> Path:
-    """The output path, checked: nothing that is not ours is replaced, and never inside the index."""
-    real = _real(out)
-    if _inside(real, _real(index_dir)):
-        raise OutputError(
-            f"--out {out} lies inside the index {index_dir}, which a rebuild replaces: "
-            "write the export elsewhere, e.g. --out exports/NAME"
-        )
-    if folder_files is None:  # one file
-        if real.is_dir():
-            raise OutputError(f"--out {out} is a folder: give a file name, e.g. --out {out / 'graph'}")
-        if real.exists() and not force:
-            raise OutputError(f"--out {out} exists: choose a new name, or add --force to replace that file")
-        real.parent.mkdir(parents=True, exist_ok=True)
-        return real
-    if real.exists() and not real.is_dir():
-        raise OutputError(f"--out {out} is a file: this format writes a folder of files ({', '.join(folder_files)})")
-    taken = [name for name in folder_files if (real / name).exists()]
-    if taken and not force:
-        raise OutputError(
-            f"--out {out} already holds {', '.join(taken)}: choose a new folder, or add --force to "
-            "replace those files (nothing else in the folder is touched)"
-        )
-    if any((real / name).is_dir() for name in taken):
-        raise OutputError(f"--out {out} holds a folder named like an export file ({', '.join(taken)}): move it away")
-    real.mkdir(parents=True, exist_ok=True)
-    return real
-
-
-def write_atomic(path: Path, write: Callable, mode: str = "w") -> None:
-    """Write through a temporary sibling, so an interrupted export never leaves half a file."""
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as fh:
-            write(fh)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def community_levels(store: IndexStore) -> dict[str, dict[int, str]]:

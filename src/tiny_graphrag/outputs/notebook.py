@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from tiny_graphrag.citations import _DATA_BLOCK, _DATA_PART, _KINDS
+from tiny_graphrag.citations import DATA_BLOCK, DATA_PART, KINDS
 from tiny_graphrag.errors import require
 
 _ids = itertools.count()  # anchors must be unique among the outputs of one notebook
@@ -53,7 +53,7 @@ def search_result_html(result) -> str:
     }
 
     def link_part(p: re.Match) -> str:  # "Kind (1, 2)" of a [Data: ...] block, each known id a link
-        kind = _KINDS.get(p.group(1).lower(), "").lower()
+        kind = KINDS.get(p.group(1).lower(), "").lower()
         ids = re.sub(
             r"\d+",
             lambda i: (
@@ -65,7 +65,7 @@ def search_result_html(result) -> str:
         )
         return f"{p.group(1)} ({ids})"
 
-    answer = _DATA_BLOCK.sub(lambda m: _DATA_PART.sub(link_part, m.group(0)), html.escape(result.answer, quote=False))
+    answer = DATA_BLOCK.sub(lambda m: DATA_PART.sub(link_part, m.group(0)), html.escape(result.answer, quote=False))
     cited = [
         f"<li id='{prefix}-{kind}-{i}'><b>{kind.capitalize()} {i}</b>: {html.escape(items[kind][i])}</li>"
         for kind, ids in result.citations().items()
