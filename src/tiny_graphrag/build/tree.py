@@ -25,7 +25,7 @@ from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, Con
 from tiny_graphrag.build.tree_cluster import cluster_layer
 from tiny_graphrag.config import TreeConfig
 from tiny_graphrag.records import Chunk, TreeNode
-from tiny_graphrag.search.context import fit_text
+from tiny_graphrag.tables import fit_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from tiny_graphrag.index.store import IndexStore

@@ -35,6 +35,7 @@ from tiny_graphrag.errors import InputError
 from tiny_graphrag.evaluation.win_rates import Verdict, WinRate, win_rates
 from tiny_graphrag.index.cache import CallCache
 from tiny_graphrag.records import Report
+from tiny_graphrag.tables import longest_fit
 
 if TYPE_CHECKING:  # pragma: no cover
     from tiny_graphrag.search.engine import QueryEngine
@@ -266,11 +267,8 @@ def clip(llm: LLM, text: str, max_tokens: int) -> str:
     if llm.count_tokens(text) <= max_tokens:
         return text
     words = text.split()
-    lo, hi = 0, len(words)
-    while lo < hi:  # the longest word prefix that fits
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if llm.count_tokens(" ".join(words[:mid])) <= max_tokens else (lo, mid - 1)
-    return " ".join(words[:lo]) + " ..."
+    k = longest_fit(len(words), lambda m: llm.count_tokens(" ".join(words[:m])) <= max_tokens)
+    return " ".join(words[:k]) + " ..."
 
 
 def judge(

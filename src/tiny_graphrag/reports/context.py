@@ -22,7 +22,7 @@ from tiny_graphrag.backends.llm import ContextWindowError
 from tiny_graphrag.citations import CitationKind, strip_citations
 from tiny_graphrag.records import Community, Report
 from tiny_graphrag.reports.prompt import prompt_tokens, report_messages
-from tiny_graphrag.tables import pack_table, row
+from tiny_graphrag.tables import longest_fit, pack_table, row
 
 SNIPPET_PAD_CHARS = 100  # text kept on each side of a relationship's supporting span
 SNIPPET_MAX_CHARS = 400  # a long span is cut to this many characters
@@ -255,15 +255,8 @@ class _Builder:
         best = self.render(units, self.budget)
         if best is not None:
             return best
-        lo, hi = 0, len(units) - 1  # units[:lo] fits (or lo is 0); units[:hi] is the longest left to try
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            ctx = self.render(units[:mid], self.budget)
-            if ctx is None:
-                hi = mid - 1
-            else:
-                lo, best = mid, ctx
-        return best
+        k = longest_fit(len(units) - 1, lambda m: self.render(units[:m], self.budget) is not None)
+        return self.render(units[:k], self.budget) if k else None
 
 
 def build_report_context(

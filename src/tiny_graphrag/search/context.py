@@ -20,7 +20,7 @@ from tiny_graphrag.citations import parse_citations, strip_citations
 from tiny_graphrag.records import Chunk, Report
 from tiny_graphrag.search.config import LocalConfig
 from tiny_graphrag.search.result import SourceChunk, SourceEntity, SourceRelation, SourceReport, Sources
-from tiny_graphrag.tables import Count, pack_table, row
+from tiny_graphrag.tables import Count, fit_text, pack, pack_table, row
 
 if TYPE_CHECKING:  # pragma: no cover
     from tiny_graphrag.index.store import IndexStore
@@ -233,21 +233,6 @@ def map_findings(rid: int, report: Report) -> list[tuple[str, str]]:
     return [(f"{rid}.{n}", t) for n, t in enumerate((t for t in texts if t.strip()), start=1)]
 
 
-def fit_text(text: str, budget: int, count: Count) -> str:
-    """The longest prefix of `text` (whole words) within `budget` tokens."""
-    if count(text) <= budget:
-        return text
-    words = text.split(" ")
-    lo, hi = 0, len(words)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count(" ".join(words[:mid]) + " …") <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return " ".join(words[:lo]) + " …" if lo else ""
-
-
 def pack_report_batches(
     reports: Sequence[tuple[int, Report]], chunk_tokens: int, count: Count, *, seed: int | None = 0
 ) -> list[MapBatch]:
@@ -319,22 +304,14 @@ def build_reduce_context(
 ) -> tuple[str, list[KeyPoint], int]:
     """Key points, most helpful first, until the budget is full (points under `min_score` never enter)."""
     ranked = sorted((p for p in points if p.score >= max(1, min_score)), key=lambda p: (-p.score, p.batch))
-    blocks: list[str] = []
-    kept: list[KeyPoint] = []
-    used = 0
-    for p in ranked:
-        block = f"----Analyst point {len(kept) + 1}----\nImportance score: {p.score}\n{p.description}"
-        cost = count(block + "\n\n")
-        if used + cost > budget:
-            continue
-        blocks.append(block)
-        kept.append(p)
-        used += cost
-    text = "\n\n".join(blocks)
-    n = count(text)
-    while n > budget and blocks:
-        blocks.pop()
-        kept.pop()
-        text = "\n\n".join(blocks)
-        n = count(text)
-    return text, kept, n
+
+    def block(p: KeyPoint, position: int) -> str:
+        return f"----Analyst point {position + 1}----\nImportance score: {p.score}\n{p.description}"
+
+    return pack(
+        ranked,
+        lambda p, kept: count(block(p, len(kept)) + "\n\n"),
+        lambda kept: "\n\n".join(block(p, i) for i, p in enumerate(kept)),
+        budget,
+        count,
+    )

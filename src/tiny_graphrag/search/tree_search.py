@@ -20,7 +20,7 @@ from tiny_graphrag.search.index import SearchIndex
 from tiny_graphrag.search.report_index import TreeIndex
 from tiny_graphrag.search.result import SearchResult, SourceReport, Sources, StreamingResult
 from tiny_graphrag.search.vectors import VectorIndex
-from tiny_graphrag.tables import Count, row
+from tiny_graphrag.tables import Count, pack, row
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -46,8 +46,13 @@ def rank_nodes(
 
 
 def _pack(items: list[tuple[str, str, object]], budget: int, count: Count) -> tuple[str, list, int]:
-    """Rows of the Reports and Sources tables in rank order while they fit, measured whole at the end."""
+    """Rows of the Reports and Sources tables in rank order while they fit (a table's header counted
+    with its first row), measured whole at the end."""
     heads = {"Reports": f"-----Reports-----\n{REPORT_HEADER}", "Sources": f"-----Sources-----\n{SOURCE_HEADER}"}
+
+    def cost(item: tuple[str, str, object], kept: list) -> int:
+        kind, text, _ = item
+        return count(text + "\n") + (0 if any(k == kind for k, _, _ in kept) else count(heads[kind] + "\n\n"))
 
     def render(kept: list) -> str:
         return join_sections(
@@ -58,19 +63,7 @@ def _pack(items: list[tuple[str, str, object]], budget: int, count: Count) -> tu
             ]
         )
 
-    kept, used = [], 0
-    for kind, text, payload in items:
-        cost = count(text + "\n") + (0 if any(k == kind for k, _, _ in kept) else count(heads[kind] + "\n\n"))
-        if used + cost <= budget:
-            kept.append((kind, text, payload))
-            used += cost
-    while kept:
-        text = render(kept)
-        n = count(text)
-        if n <= budget:
-            return text, kept, n
-        kept.pop()
-    return "", [], 0
+    return pack(items, cost, render, budget, count)
 
 
 def build_tree_context(
