@@ -8,7 +8,9 @@ the output may not overlap, so a build can never replace the documents it reads.
 
 A build writes into a staging folder beside the output (same filesystem, so the final move is an
 atomic rename). Staging folders carry a marker file, and only folders with that marker are ever
-cleaned up.
+cleaned up. The index's model-call cache lives in a folder of its own beside it, named after it
+(`.NAME.cache/`, see `cache_folder`), so it survives a rebuild and lets an interrupted build resume,
+and it can never meet another program's files.
 """
 
 from __future__ import annotations
@@ -89,6 +91,12 @@ def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = Fa
                 "out of it or choose another --out"
             )
     return real
+
+
+def cache_folder(out_dir: Path) -> Path:
+    """The index's own model-call cache folder: beside it (a rebuild replaces the index folder, and a
+    build that is interrupted before its first publish has no index folder yet), named after it."""
+    return out_dir.parent / f".{out_dir.name}.cache"
 
 
 def staging_dir(out_dir: Path) -> Path:
