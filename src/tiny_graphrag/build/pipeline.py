@@ -159,7 +159,12 @@ def build_index(
     sync: bool = False,
     executor: Executor | None = None,
 ) -> BuildResult:
-    """Build an index of `inputs` (paths, directories, or raw text strings) into `out_dir`.
+    """Build an index of `inputs` (files, directories, or text) into `out_dir`.
+
+    An input is a path (a `Path`, or a string that names an existing file or folder or looks like a
+    path: a missing one is an InputError naming it) or document text. To index a string as text
+    whatever it looks like, pass it as `Text("...")` (`from tiny_graphrag import Text`); a multi-line
+    string, or a sentence without a path separator or file extension, is also read as text.
 
     The schema is a Schema, a preset name ("general", "biomedical", "finance", "geography"), a
     schema file path, a mapping, or given as `entity_types` (+ `relation_types`). `extractor`,

@@ -45,14 +45,14 @@ def export_index(
     store = index if isinstance(index, IndexStore) else IndexStore.open(index)
     if fmt == "parquet":
         pq = require("pyarrow.parquet", "export", "Parquet export")
-        folder = _check_target(Path(out), store.path, force, [f"{t}.parquet" for t in GRAPHRAG_TABLES])
+        folder = check_target(Path(out), store.path, force, [f"{t}.parquet" for t in GRAPHRAG_TABLES])
         for name, table in graphrag_tables(store).items():
             write_atomic(folder / f"{name}.parquet", lambda fh, t=table: pq.write_table(t, fh), "wb")
         return [folder / f"{t}.parquet" for t in GRAPHRAG_TABLES]
     if fmt == "neo4j":
-        folder = _check_target(Path(out), store.path, force, NEO4J_FILES)
+        folder = check_target(Path(out), store.path, force, NEO4J_FILES)
         return _neo4j(store, folder)
-    path = _check_target(Path(out), store.path, force, None)
+    path = check_target(Path(out), store.path, force, None)
     if fmt == "json":
         data = nx.node_link_data(json_graph(store), edges="links")
         write_atomic(path, lambda fh: json.dump(data, fh, ensure_ascii=False, indent=1), "w")
@@ -67,7 +67,7 @@ def export_index(
     return [path]
 
 
-def _check_target(out: Path, index_dir: Path, force: bool, folder_files) -> Path:
+def check_target(out: Path, index_dir: Path, force: bool, folder_files) -> Path:
     """The output path, checked: nothing that is not ours is replaced, and never inside the index."""
     real = _real(out)
     if _inside(real, _real(index_dir)):

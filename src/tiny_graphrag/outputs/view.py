@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tiny_graphrag.errors import InputError, listing, require
 from tiny_graphrag.index.store import IndexStore
-from tiny_graphrag.outputs.export import _check_target, write_atomic
+from tiny_graphrag.outputs.export import check_target, write_atomic
 from tiny_graphrag.outputs.parquet import entity_description
 
 log = logging.getLogger(__name__)
@@ -164,7 +164,7 @@ def write_view(
     if top < 1:
         raise InputError(f"--top {top}: show at least one entity")
     store = index if isinstance(index, IndexStore) else IndexStore.open(index)
-    path = _check_target(Path(out), store.path, force, None)
+    path = check_target(Path(out), store.path, force, None)
     page = view_html(store, level=level, top=top, community=community)
     write_atomic(path, lambda fh: fh.write(page))
     log.info("wrote the view of %s to %s", store.path, path)
