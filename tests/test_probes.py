@@ -24,11 +24,12 @@ import numpy as np
 import pytest
 from test_bad_input import TEXT, index  # noqa: F401 - the module's small spaCy index, built once here
 
+import tiny_graphrag
 from tiny_graphrag.cli import main
 from tiny_graphrag.errors import InputError
 
 BUILD = ["--extractor", "spacy", "--no-reports"]
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(tiny_graphrag.__file__).resolve().parents[1]  # the package under test, for subprocesses
 
 
 @pytest.fixture
