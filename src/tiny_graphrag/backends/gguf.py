@@ -73,7 +73,7 @@ def load_failure(path: Path, exc: Exception, n_ctx: int, version: str) -> ModelL
     """Why llama.cpp failed: the context window asked for (a file that loads but whose context cannot be
     created is not corrupt), else the file or its architecture."""
     trained = gguf_context_length(path)
-    if "context" in str(exc).lower() or (trained and n_ctx > trained):
+    if "llama_context" in str(exc) or (trained and n_ctx > trained):
         trained_note = f"; the model was trained for {trained}" if trained else ""
         return ModelLoadError(
             f"llama.cpp could not create a context of n_ctx={n_ctx:,} tokens for {path} ({exc}{trained_note}): "
