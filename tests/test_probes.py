@@ -435,3 +435,15 @@ def test_ray_address_pointing_nowhere_fails_within_seconds(work):
     assert f"RAY_ADDRESS=127.0.0.1:{port}" in proc.stderr and "unset RAY_ADDRESS" in proc.stderr
     assert time.monotonic() - t0 < 60
     assert not (work / "graphs" / "x").exists()
+
+
+def test_a_cache_written_before_the_marker_is_still_ours(tmp_path):
+    from tiny_graphrag.index.cache import CallCache
+
+    path = tmp_path / "calls.sqlite"
+    with sqlite3.connect(path) as db:  # what CallCache wrote before issue 28
+        db.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("""INSERT INTO calls VALUES ('k', '["v"]')""")
+    cache = CallCache(path)
+    assert cache.get("k") == ["v"]
+    cache.close()

@@ -27,6 +27,12 @@ class CacheFileError(TinyGraphRAGError, RuntimeError):
 MARKER_TABLE = "tiny_graphrag_call_cache"
 
 
+def _legacy_calls_table(db: sqlite3.Connection) -> bool:
+    """The one table of a cache written before the marker: exactly `calls (key TEXT PRIMARY KEY, value TEXT NOT NULL)`."""
+    columns = [(r[1], r[2].upper(), r[3], r[5]) for r in db.execute("PRAGMA table_info(calls)")]
+    return columns == [("key", "TEXT", 0, 1), ("value", "TEXT", 1, 0)]
+
+
 def _open(path: Path) -> sqlite3.Connection:
     """A connection to our cache file at `path`, created if missing; any other file is refused untouched."""
     try:
@@ -41,6 +47,8 @@ def _open(path: Path) -> sqlite3.Connection:
     try:
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables == {"calls"} and _legacy_calls_table(db):
+            tables = set()  # written before the marker existed (bench caches, old builds): ours, marked now
         if tables and MARKER_TABLE not in tables:
             db.close()
             raise CacheFileError(
