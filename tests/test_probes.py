@@ -285,6 +285,18 @@ def random_vectors(idx: Path) -> None:
         (pickled_vectors, "query", "chunks.npy is not a readable vector file"),
         (random_vectors, "query", "chunks.npy is not a readable vector file"),
     ],
+    ids=[
+        "manifest-without-schema",
+        "manifest-files-a-list",
+        "manifest-digest-not-a-string",
+        "random-sqlite-info",
+        "random-sqlite-query",
+        "more-chunk-ids-than-vectors",
+        "more-entity-ids-than-vectors",
+        "unknown-chunk-id",
+        "pickled-npy",
+        "random-npy",
+    ],
 )
 def test_a_damaged_index_is_refused_with_the_fix(work, capsys, index, damage, command, message):  # noqa: F811
     copy = work / "idx"
@@ -370,7 +382,11 @@ def unwritable(work):
     folder.chmod(0o755)
 
 
-@pytest.mark.parametrize("command", [["export", "--format", "graphml"], ["export", "--format", "neo4j"], ["view"]])
+@pytest.mark.parametrize(
+    "command",
+    [["export", "--format", "graphml"], ["export", "--format", "neo4j"], ["view"]],
+    ids=["export-graphml", "export-neo4j", "view"],
+)
 def test_export_and_view_into_an_unwritable_folder(work, capsys, index, unwritable, command):  # noqa: F811
     out = unwritable / "out.file"
     assert main([command[0], str(index), *command[1:], "--out", str(out)]) == 2
