@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tiny_graphrag.build.documents import Text, is_path_string, load_documents, read_document
+from tiny_graphrag.build.documents import is_path_string, load_documents, read_document
 from tiny_graphrag.cli.commands import main
 from tiny_graphrag.cli.parser import build_parser
 from tiny_graphrag.errors import InputError, SchemaError
@@ -190,6 +190,8 @@ def test_strings_that_look_like_paths_must_exist(tmp_path, monkeypatch):
     (tmp_path / "my notes.txt").write_text("Some text here.")
     (doc,) = load_documents(["my notes.txt"])  # exists: a path, even with a space
     assert doc.source == "my notes.txt" and doc.text == "Some text here."
+    from tiny_graphrag import Text
+
     (doc,) = load_documents([Text("Our notes are in README.md")])  # text that looks like a path: explicit
     assert doc.source == "<text:0>"
 
