@@ -17,4 +17,4 @@ bench: setup
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf graphs/obama graphs/.cache
+	rm -rf graphs/obama graphs/.obama.cache graphs/.cache

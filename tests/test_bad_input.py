@@ -169,7 +169,8 @@ def test_utf16_that_does_not_decode_is_named(tmp_path):
 @pytest.mark.parametrize(
     "item, is_path",
     [
-        ("Our notes are in README.md", False),
+        ("Our notes are in README.md", True),  # ends in a document extension: a path (Text(...) for text)
+        ("my docs/notes.txt", True),  # a path separator: a mistyped path, never text (issue 28)
         ("Barack Obama was born in Hawaii.", False),
         ("docs/typo_dir", True),
         ("missing.pdf", True),
@@ -189,7 +190,9 @@ def test_strings_that_look_like_paths_must_exist(tmp_path, monkeypatch):
     (tmp_path / "my notes.txt").write_text("Some text here.")
     (doc,) = load_documents(["my notes.txt"])  # exists: a path, even with a space
     assert doc.source == "my notes.txt" and doc.text == "Some text here."
-    (doc,) = load_documents(["Our notes are in README.md"])
+    from tiny_graphrag import Text
+
+    (doc,) = load_documents([Text("Our notes are in README.md")])  # text that looks like a path: explicit
     assert doc.source == "<text:0>"
 
 

@@ -67,7 +67,7 @@ def test_interrupted_build_leaves_nothing_and_resumes(tmp_path, embedder):
             config=BuildConfig(chunking=ChunkingConfig(max_tokens=24, overlap_tokens=0)),
         )
     assert not out.exists()
-    assert [p.name for p in (tmp_path / "graphs").iterdir() if not p.name.startswith(".cache")] == []
+    assert [p.name for p in (tmp_path / "graphs").iterdir() if not p.name.endswith(".cache")] == []
     result = _build(tmp_path, embedder)
     assert load_index(result.path).manifest["counts"]["chunks"] == result.summary.chunks
 

@@ -58,7 +58,7 @@ def docs(tmp_path_factory) -> Path:
 
 
 def _base(tmp_path_factory, docs: Path, config: BuildConfig) -> Path:
-    """A folder holding an index of a.txt and b.txt (`idx`) and its call cache (`.cache`)."""
+    """A folder holding an index of a.txt and b.txt (`idx`) and its call cache (`.idx.cache`)."""
     folder = tmp_path_factory.mktemp("base")
     build_index([docs / "a.txt", docs / "b.txt"], folder / "idx", config=config, progress=False)
     return folder
@@ -183,7 +183,7 @@ def _cached_embeddings(cache: Path) -> int:
 
 def test_kill_9_mid_add_keeps_the_old_index_and_the_rerun_repeats_no_call(base_plain, docs, tmp_path):
     out = _copy(base_plain, tmp_path)
-    cache = out.parent / ".cache" / "calls.sqlite"
+    cache = out.parent / ".idx.cache" / "calls.sqlite"  # the index's own cache folder (issue 28)
     manifest = (out / MANIFEST).read_bytes()
     embedded = _cached_embeddings(cache)
     script = tmp_path / "add.py"

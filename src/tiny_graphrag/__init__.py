@@ -16,6 +16,7 @@ _EXPORTS = {
     "load_index": "tiny_graphrag.build.update",
     "Index": "tiny_graphrag.build.update",
     "IndexStore": "tiny_graphrag.index.store",
+    "Text": "tiny_graphrag.build.documents",
     "QueryEngine": "tiny_graphrag.search.engine",
     "Schema": "tiny_graphrag.schema",
     "RelationType": "tiny_graphrag.schema",
@@ -30,6 +31,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tiny_graphrag.build.documents import Text
     from tiny_graphrag.build.pipeline import BuildResult, build_index
     from tiny_graphrag.build.update import Index, load_index
     from tiny_graphrag.config import (

@@ -163,7 +163,7 @@ class BuildConfig:
     llm: LLMConfig = field(default_factory=LLMConfig)
     embedder_model: str = "all-MiniLM-L6-v2"
     models_dir: str | None = None  # None: $TINY_GRAPHRAG_MODELS or ./models
-    cache_dir: str | None = None  # None: <out_dir parent>/.cache
+    cache_dir: str | None = None  # None: the index's own cache folder, <out_dir parent>/.<out_dir name>.cache
     reports: bool = True  # write community reports with the LLM (needs llama-cpp-python)
     tree: TreeConfig = field(default_factory=TreeConfig)  # RAPTOR summaries (off by default: see TreeConfig)
 

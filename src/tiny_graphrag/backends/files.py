@@ -17,7 +17,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tiny_graphrag.errors import InputError, ModelLoadError, ModelNotFoundError, TinyGraphRAGError, require
+from tiny_graphrag.errors import (
+    InputError,
+    ModelLoadError,
+    ModelNotFoundError,
+    OutputError,
+    TinyGraphRAGError,
+    require,
+)
 from tiny_graphrag.index.store import sha256_file
 
 log = logging.getLogger(__name__)
@@ -127,6 +134,12 @@ def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike | None
     base = models_dir(models_dir_)
     candidate = base / name
     spec = DEFAULT_MODELS.get(name)
+    if _names_a_path(name):  # a path the user typed: say that path, not <models dir>/<path>
+        raise ModelNotFoundError(
+            f"{kind} model '{name}' not found: there is no file or folder at {Path(name).expanduser()}. To fix: "
+            f"check the path, or give a file name under the models dir {base}/ (set by --models-dir or "
+            f"${ENV_MODELS_DIR})."
+        )
     how = (
         f"run `tiny-graphrag models download --only {name}` on a machine with network access "
         f"(it fetches {spec.repo} into {base}/), then copy {candidate} here"
@@ -134,6 +147,11 @@ def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike | None
         else f"put the {kind} model at {candidate} (or pass a path, or set ${ENV_MODELS_DIR})"
     )
     raise ModelNotFoundError(f"{kind} model '{name}' not found: expected {candidate}. To fix: {how}.")
+
+
+def _names_a_path(name: str) -> bool:
+    """A model name with a folder part (models/x.gguf, ~/m.gguf, /abs/m.gguf) is a path the user gave."""
+    return Path(name).is_absolute() or name.startswith("~") or len(Path(name).parts) > 1
 
 
 def refetch_hint(path: Path) -> str:
@@ -263,7 +281,14 @@ def download_models(names: list[str] | None = None, *, models_dir_: str | os.Pat
     unknown = [n for n in wanted if n not in DEFAULT_MODELS]
     if unknown:
         raise ModelNotFoundError(f"unknown model(s) {unknown}; known: {sorted(DEFAULT_MODELS)}")
-    base.mkdir(parents=True, exist_ok=True)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file at that path, or a folder we may not write in
+        raise OutputError(
+            f"cannot use {base} as the models folder ({exc.strerror or exc}"
+            f"{': it is a file' if base.exists() and not base.is_dir() else ''}). To fix: pass --models-dir "
+            "with a folder (new or existing) you can write to"
+        ) from exc
     out = []
     for name in wanted:
         spec = DEFAULT_MODELS[name]
@@ -283,10 +308,27 @@ def download_models(names: list[str] | None = None, *, models_dir_: str | os.Pat
     return out
 
 
+def _read_checksums(record_path: Path) -> dict[str, str]:
+    """The recorded checksums ({} when there is no record), or ModelLoadError when the record is damaged."""
+    if not record_path.is_file():
+        return {}
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError included
+        record = exc
+    if not isinstance(record, dict) or not all(isinstance(v, str) for v in record.values()):
+        raise ModelLoadError(
+            f"{record_path} is damaged (not a JSON object of file name -> sha256), so the models cannot be "
+            f"verified. To fix: delete {record_path} and download the models again with `tiny-graphrag models "
+            "download` (it rewrites the record), or restore it from the machine that downloaded them"
+        )
+    return record
+
+
 def _record_checksums(base: Path, paths: list[Path]) -> None:
     """Write sha256 of every downloaded file, so a copied models folder can be verified offline."""
     record_path = base / CHECKSUMS
-    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    record = _read_checksums(record_path)
     for p in paths:
         for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
             if f.is_file() and ".cache" not in f.parts:
@@ -297,10 +339,7 @@ def _record_checksums(base: Path, paths: list[Path]) -> None:
 def verify_checksums(models_dir_: str | os.PathLike | None = None) -> dict[str, bool]:
     """Compare the files under the models dir with the checksums recorded at download time."""
     base = models_dir(models_dir_)
-    record_path = base / CHECKSUMS
-    if not record_path.is_file():
-        return {}
-    record = json.loads(record_path.read_text())
+    record = _read_checksums(base / CHECKSUMS)
     return {name: (base / name).is_file() and sha256_file(base / name) == digest for name, digest in record.items()}
 
 

@@ -47,6 +47,47 @@ def gguf_architecture(path: Path) -> str | None:
     return head[j + 12 : j + 12 + length].decode("utf-8", "replace")
 
 
+def gguf_context_length(path: Path) -> int | None:
+    """`<architecture>.context_length` (the context the model was trained for) from the GGUF header, or None."""
+    arch = gguf_architecture(path)
+    if not arch:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20)  # the key/value header precedes the tokenizer's long arrays
+    except OSError:
+        return None
+    key = f"{arch}.context_length".encode()
+    i = head.find(key)
+    if i < 0:
+        return None
+    try:
+        (vtype,) = struct.unpack_from("<I", head, i + len(key))
+        fmt = {4: "<I", 5: "<i", 10: "<Q", 11: "<q"}.get(vtype)  # GGUF integer value types
+        return int(struct.unpack_from(fmt, head, i + len(key) + 4)[0]) if fmt else None
+    except struct.error:
+        return None
+
+
+def load_failure(path: Path, exc: Exception, n_ctx: int, version: str) -> ModelLoadError:
+    """Why llama.cpp failed: the context window asked for (a file that loads but whose context cannot be
+    created is not corrupt), else the file or its architecture."""
+    trained = gguf_context_length(path)
+    if "llama_context" in str(exc) or (trained and n_ctx > trained):
+        trained_note = f"; the model was trained for {trained}" if trained else ""
+        return ModelLoadError(
+            f"llama.cpp could not create a context of n_ctx={n_ctx:,} tokens for {path} ({exc}{trained_note}): "
+            f"its memory does not fit. To fix: lower --n-ctx (LLMConfig.n_ctx), e.g. to "
+            f"{min(trained or 4096, 4096)}."
+        )
+    arch = gguf_architecture(path) or "unknown"
+    return ModelLoadError(
+        f"llama.cpp could not load {path} (architecture '{arch}'): {exc}. The file may be corrupt, "
+        f"or its architecture is not supported by llama-cpp-python {version}. To fix: upgrade it "
+        f"(pip install -U llama-cpp-python) or use a GGUF of a supported model."
+    )
+
+
 def check_gguf(path: Path) -> None:
     """Fail early, naming the file, when `path` is not a GGUF file (llama.cpp would abort vaguely)."""
     if path.is_dir():
@@ -115,13 +156,7 @@ def load_llama(path: Path, config: LLMConfig) -> tuple[Llama, threading.Lock]:
                 verbose=False,
             )
         except Exception as exc:
-            arch = gguf_architecture(path) or "unknown"
-            version = getattr(llama_cpp, "__version__", "?")
-            raise ModelLoadError(
-                f"llama.cpp could not load {path} (architecture '{arch}'): {exc}. The file may be corrupt, "
-                f"or its architecture is not supported by llama-cpp-python {version}. To fix: upgrade it "
-                f"(pip install -U llama-cpp-python) or use a GGUF of a supported model."
-            ) from exc
+            raise load_failure(path, exc, config.n_ctx, getattr(llama_cpp, "__version__", "?")) from exc
         return llama, threading.Lock()
 
     return cached_model("gguf", (str(path.resolve()), config.n_ctx, n_gpu_layers, config.n_threads), load)

@@ -1,13 +1,18 @@
-"""Reading input documents: .txt/.md files, directories of them, and raw strings.
+"""Reading input documents: .txt/.md files, directories of them, and raw text.
 
-What an input is (the rule, in `input_paths`): a `Path` is always a path. A string is a
-path when it names something that exists, or when it is one line without whitespace (a mistyped
-`docs/notes.txt` is then an error, never indexed as text); any other string is document text.
+What an input is (the rule, in `input_paths`): a `Path` is always a path, and a `Text` is always
+document text (the explicit way to index a string: `build_index([Text("Obama was born in
+Hawaii.")], ...)`). A plain string is a path when it names something that exists, or when it
+looks like one: one line that has no whitespace, contains a path separator, or ends in a
+document extension (.txt, .md, ...). Such a string that does not exist is an error naming it
+(a mistyped `my docs/notes.txt` is never indexed as text). Any other string is document text.
 The command line passes every input as a path.
 
 Text is decoded strictly as UTF-8 (a BOM is dropped), or as UTF-16/UTF-32 when the file starts
 with their byte-order mark; line ends are kept as they are, so that every character offset in
-the index points into exactly the text a user can reopen.
+the index points into exactly the text a user can reopen. Inside input folders, hidden names
+(starting with ".") are not documents; links that lead nowhere, links to folders and folders
+that cannot be read are skipped with a warning naming them.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from tiny_graphrag.records import Document, content_id
 log = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
+# A one-line string ending in one of these names a file: a missing one is an error, not text.
+DOCUMENT_SUFFIXES = (*SUPPORTED_SUFFIXES, ".pdf", ".doc", ".docx", ".rtf", ".html", ".htm", ".csv", ".json")
 RAW_TEXT = "<text:"  # the source of a document given as a string, not a file
 # Longest first: the UTF-32 LE mark begins with the UTF-16 LE one.
 _BOMS = (
@@ -34,7 +41,15 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 
-Input = str | os.PathLike
+
+@dataclass(frozen=True)
+class Text:
+    """Document text given explicitly, never read as a path: `build_index([Text("...")], ...)`."""
+
+    text: str
+
+
+Input = str | os.PathLike | Text
 
 
 @dataclass(frozen=True)
@@ -50,18 +65,18 @@ def load_documents(inputs: Input | Sequence[Input]) -> list[Document]:
 
 def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
     """`load_documents`, also returning the unsupported files that directories held."""
-    if isinstance(inputs, (str, os.PathLike)):
+    if isinstance(inputs, (str, os.PathLike, Text)):
         inputs = [inputs]
     skipped: list[str] = []
     docs: dict[str, Document] = {}  # by id: the first of each content
     n_raw = 0
     for item in inputs:
-        if isinstance(item, os.PathLike) or is_path_string(item):
-            files, skipped_here = _expand(Path(item))
+        if _is_path(item):
+            files, skipped_here = _expand(Path(item), given_as_string=isinstance(item, str))
             skipped += skipped_here
             new = [read_document(p) for p in files]
         else:
-            new = [document_from_text(str(item), source=f"{RAW_TEXT}{n_raw}>")]
+            new = [document_from_text(item.text if isinstance(item, Text) else str(item), source=f"{RAW_TEXT}{n_raw}>")]
             n_raw += 1
         for doc in new:
             if doc.id in docs:
@@ -69,7 +84,7 @@ def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
             else:
                 docs[doc.id] = doc
     if not docs:
-        raise InputError("no documents given: pass .txt/.md files, directories of them, or text strings")
+        raise InputError("no documents given: pass .txt/.md files, directories of them, or Text(...) strings")
     if skipped:
         shown = ", ".join(skipped[:10]) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
         log.warning(
@@ -83,26 +98,43 @@ def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
 
 def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
     """The inputs that are paths; the others are document text."""
-    items = [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs
-    return [Path(i) for i in items if isinstance(i, os.PathLike) or is_path_string(i)]
+    items = [inputs] if isinstance(inputs, (str, os.PathLike, Text)) else inputs
+    return [Path(i) for i in items if _is_path(i)]
+
+
+def _is_path(item: Input) -> bool:
+    if isinstance(item, Text):
+        return False
+    return isinstance(item, os.PathLike) or is_path_string(str(item))
 
 
 def is_path_string(item: str) -> bool:
-    """The rule for strings: a path if it exists, or if it is one line without whitespace."""
+    """The rule for strings: a path if it exists, or if it looks like one (one line without
+    whitespace, or with a path separator, or ending in a document extension)."""
     try:
         if os.path.lexists(item):
             return True
     except (OSError, ValueError):  # too long for a file name, or a NUL byte: text
         return False
-    return not any(ch.isspace() for ch in item) and len(item) <= 4096
+    if len(item) > 4096 or "\n" in item or "\r" in item:
+        return False
+    if not any(ch.isspace() for ch in item):
+        return True
+    separators = {"/", os.sep} | ({os.altsep} if os.altsep else set())
+    return any(sep in item for sep in separators) or item.rstrip().lower().endswith(DOCUMENT_SUFFIXES)
 
 
-def _expand(path: Path) -> tuple[list[Path], list[str]]:
+def _expand(path: Path, *, given_as_string: bool = False) -> tuple[list[Path], list[str]]:
     """The supported files a path stands for, and the unsupported files a directory holds."""
     if path.is_symlink() and not path.exists():
         raise InputError(f"input {path} is a broken symbolic link (or a link loop); pass the file it should name")
     if not path.exists():
-        raise InputError(f"input {path} does not exist: pass an existing .txt/.md file or directory")
+        text_hint = (
+            "; to index the string itself as text, pass it as Text(...) (from tiny_graphrag import Text)"
+            if given_as_string
+            else ""
+        )
+        raise InputError(f"input {str(path)!r} does not exist: pass an existing .txt/.md file or directory{text_hint}")
     if path.is_file():
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             raise InputError(
@@ -112,15 +144,51 @@ def _expand(path: Path) -> tuple[list[Path], list[str]]:
         return [path], []
     if not path.is_dir():
         raise InputError(f"input {path} is neither a file nor a directory; pass .txt/.md files or directories")
-    files, skipped = [], []
-    for p in sorted(path.rglob("*")):
-        rel = p.relative_to(path)
-        if any(part.startswith(".") for part in rel.parts) or not p.is_file():
-            continue  # hidden files and folders (.git, .DS_Store, an index's .cache) are not documents
-        (files if p.suffix.lower() in SUPPORTED_SUFFIXES else skipped).append(p)
+    files, skipped, hidden = [], [], []
+
+    def unreadable(exc: OSError) -> None:  # os.walk would drop a folder it cannot list silently
+        log.warning(
+            "cannot read the folder %s (%s): its files were not indexed. To fix: make it readable "
+            "(e.g. chmod u+rx) and rerun, or move it out of %s",
+            exc.filename,
+            exc.strerror or exc,
+            path,
+        )
+
+    for root, dirs, names in os.walk(path, onerror=unreadable):
+        here = Path(root)
+        dirs.sort()
+        for name in [d for d in dirs if d.startswith(".")]:  # .git, an index's .cache: not documents
+            hidden.append(here / name)
+            dirs.remove(name)
+        for name in [d for d in dirs if (here / d).is_symlink()]:
+            # os.walk lists a link to a folder among the folders and does not follow it
+            log.warning(
+                "skipped %s: it is a link to a folder, which is not followed (a link may loop back). To "
+                "fix: pass the folder it points to as an input of its own",
+                here / name,
+            )
+        for name in sorted(names):
+            p = here / name
+            if name.startswith("."):  # hidden files (.DS_Store, .notes.txt) are not documents
+                hidden.append(p)
+            elif p.is_symlink() and not p.exists():
+                log.warning(
+                    "skipped %s: it is a broken symbolic link or a link loop. To fix: point it at a file, or remove it",
+                    p,
+                )
+            elif p.is_file():
+                (files if p.suffix.lower() in SUPPORTED_SUFFIXES else skipped).append(p)
     if not files:
-        raise InputError(f"directory {path} holds no {'/'.join(SUPPORTED_SUFFIXES)} files")
-    return files, [str(p) for p in skipped]
+        note = ""
+        if hidden:
+            shown = ", ".join(p.name for p in hidden[:3]) + (", ..." if len(hidden) > 3 else "")
+            note = (
+                f"; its hidden names ({shown}) are not read: rename them without the "
+                "leading '.', or pass such a file as an input by its path"
+            )
+        raise InputError(f"directory {path} holds no {'/'.join(SUPPORTED_SUFFIXES)} files{note}")
+    return sorted(files), [str(p) for p in sorted(skipped)]
 
 
 def read_document(path: str | os.PathLike) -> Document:

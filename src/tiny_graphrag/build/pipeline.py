@@ -2,8 +2,9 @@
 
 documents -> chunks -> extractions -> graph (+ alias resolution) -> embeddings -> communities
 -> reports. Everything is written into a temporary directory that is moved into place only when
-complete; model calls (extraction per chunk, LLM reports) are cached outside it, so a rerun after
-a crash or Ctrl-C redoes no finished call.
+complete; model calls (extraction per chunk, LLM reports) are cached in the index's own cache
+folder beside it (`.NAME.cache/`, or `BuildConfig.cache_dir`), so a rerun after a crash or
+Ctrl-C redoes no finished call.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tiny_graphrag.extract.cached import Executor, extract_cached
 from tiny_graphrag.index.cache import CallCache
 from tiny_graphrag.index.graph import build_graph
 from tiny_graphrag.index.placement import (
+    cache_folder,
     check_output,
     clean_stale_staging,
     disk_full_error,
@@ -156,7 +158,12 @@ def build_index(
     sync: bool = False,
     executor: Executor | None = None,
 ) -> BuildResult:
-    """Build an index of `inputs` (paths, directories, or raw text strings) into `out_dir`.
+    """Build an index of `inputs` (files, directories, or text) into `out_dir`.
+
+    An input is a path (a `Path`, or a string that names an existing file or folder or looks like a
+    path: a missing one is an InputError naming it) or document text. To index a string as text
+    whatever it looks like, pass it as `Text("...")` (`from tiny_graphrag import Text`); a multi-line
+    string, or a sentence without a path separator or file extension, is also read as text.
 
     The schema is a Schema, a preset name ("general", "biomedical", "finance", "geography"), a
     schema file path, a mapping, or given as `entity_types` (+ `relation_types`). `extractor`,
@@ -204,13 +211,13 @@ def _build(
     if config.extraction.device not in (None, "cpu"):
         choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
     clean_stale_staging(out_dir)
-    tmp = staging_dir(out_dir)
-    cache_path = Path(config.cache_dir or out_dir.parent / ".cache") / "calls.sqlite"
+    # The cache opens first: a cache that cannot be used leaves no staging folder behind.
+    cache = CallCache(Path(config.cache_dir or cache_folder(out_dir)) / "calls.sqlite")
     try:
-        cache = CallCache(cache_path)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise (disk_full_error(exc, cache_path.parent) or exc) from exc
+        tmp = staging_dir(out_dir)
+    except BaseException:
+        cache.close()
+        raise
     try:
         summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress, previous, sync, executor)
         publish(tmp, out_dir, force=force)

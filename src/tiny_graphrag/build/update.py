@@ -19,6 +19,7 @@ from tiny_graphrag.build.documents import Input, LoadedInputs, collect_documents
 from tiny_graphrag.build.pipeline import BuildResult, BuildSummary, build_index
 from tiny_graphrag.config import BuildConfig, from_dict
 from tiny_graphrag.errors import InputError
+from tiny_graphrag.index.manifest import manifest_field
 from tiny_graphrag.index.placement import check_output
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.schema import Schema
@@ -103,7 +104,7 @@ class Index(IndexStore):
         result = build_index(
             loaded,
             self.path,
-            schema=Schema.from_dict(manifest["schema"]),
+            schema=Schema.from_dict(manifest_field(manifest, "schema", self.path)),
             config=config_from_manifest(manifest),
             progress=progress,
             sync=sync,

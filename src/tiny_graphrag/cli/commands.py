@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from tiny_graphrag.cli.parser import build_parser
 from tiny_graphrag.config import BuildConfig
-from tiny_graphrag.errors import ConfigError, InputError, TinyGraphRAGError
+from tiny_graphrag.errors import ConfigError, InputError, OutputError, TinyGraphRAGError
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.outputs.notebook import community_sizes
 
@@ -218,6 +219,14 @@ def _query(args) -> None:
     if args.strategy is not None and args.mode != "tree":
         raise InputError("--strategy is only for tree search")
     config = SearchConfig(context_tokens=args.context_tokens)
+    # The answer's own tokens plus the prompt's instructions must fit: below that, any query, even a
+    # short one, would be refused as "too long" by the engine.
+    if args.n_ctx is not None and args.n_ctx < config.answer_max_tokens + 128:
+        raise ConfigError(
+            f"--n-ctx {args.n_ctx} is too small for any query: the answer alone may take {config.answer_max_tokens} "
+            "tokens, and the prompt's instructions and data need more. To fix: use --n-ctx 1024 or more "
+            "(builds default to 4096)"
+        )
     qe = QueryEngine(args.index, models_dir=args.models_dir, config=config)
     if changes := _given(model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx):
         qe.change_llm_settings(**changes)  # the index's build LLM settings, but for these
@@ -288,8 +297,8 @@ def _evaluate(args) -> None:
     from tiny_graphrag.evaluation.head_to_head import evaluate, open_judge, read_questions
     from tiny_graphrag.search.engine import QueryEngine
 
-    if args.out is not None and args.out.exists():
-        raise InputError(f"--out {args.out} exists: choose a new file name (nothing is overwritten)")
+    if args.out is not None:
+        _check_new_file(args.out)  # now: a bad --out must not cost the whole evaluation
     questions = read_questions(args.questions_file) if args.questions_file else args.questions
     with QueryEngine(args.index, models_dir=args.models_dir) as qe:
         if args.llm is not None:
@@ -306,9 +315,25 @@ def _evaluate(args) -> None:
             answer_tokens=args.answer_tokens,
         )
     data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+    print(data if args.json else result.format())  # first: the results are on screen whatever happens to --out
     if args.out:
-        args.out.write_text(data + "\n", encoding="utf-8")
-    print(data if args.json else result.format())
+        from tiny_graphrag.outputs.export import write_atomic
+
+        write_atomic(args.out, lambda fh: fh.write(data + "\n"))
+
+
+def _check_new_file(out: Path) -> None:
+    """An --out that names a new file in an existing folder we can write to, or OutputError."""
+    if out.exists() or out.is_symlink():
+        raise OutputError(f"--out {out} exists: choose a new file name (nothing is overwritten)")
+    folder = out.parent
+    if not folder.is_dir():
+        raise OutputError(
+            f"--out {out}: the folder {folder} does not exist{' (it is a file)' if folder.exists() else ''}. To "
+            f"fix: create it first (mkdir -p {folder}) or choose another path; nothing was run"
+        )
+    if not os.access(folder, os.W_OK):
+        raise OutputError(f"--out {out}: the folder {folder} is not writable. To fix: choose another path")
 
 
 def _models(args) -> int:
@@ -324,6 +349,13 @@ def _models(args) -> int:
     return 1 if any(row.bad_files for row in rows) else 0
 
 
+def _silence_stdout() -> None:
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a captured stdout): nothing to silence
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
@@ -331,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:  # a command returns its exit status, None for success
-        return {
+        code = {
             "build": _build,
             "add": _update,
             "remove": _update,
@@ -342,14 +374,27 @@ def main(argv: list[str] | None = None) -> int:
             "export": _export,
             "view": _view,
         }[args.command](args) or 0
+        sys.stdout.flush()  # here, not at exit: a full disk or closed pipe is reported like any error
+        return code
     except TinyGraphRAGError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (`info --json | head`): stop quietly, and keep Python from
         # complaining again while it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return 141
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        # Writing the output failed (e.g. `info > /dev/full`); our own files report this themselves.
+        _silence_stdout()  # no second complaint while Python flushes stdout at exit
+        print(
+            f"error: cannot write the output ({exc.strerror}{f': {exc.filename}' if exc.filename else ''}). "
+            "To fix: free some disk space, or send the output elsewhere",
+            file=sys.stderr,
+        )
+        return 2
     except KeyboardInterrupt:
         print("interrupted: nothing was published; rerun the same command to resume from the cache", file=sys.stderr)
         return 130

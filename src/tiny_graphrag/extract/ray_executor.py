@@ -162,6 +162,9 @@ class RayExecutor:
     def _connect(self, address: str | None) -> None:
         if address and address != "auto":
             _check_reachable(address)
+        elif not address and os.environ.get("RAY_ADDRESS", "auto") not in ("", "auto", "local"):
+            # ray.init(None) connects to $RAY_ADDRESS and retries for minutes when nothing listens there
+            _check_reachable(os.environ["RAY_ADDRESS"], given_as="RAY_ADDRESS")
         try:
             self.ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -213,19 +216,28 @@ class RayExecutor:
         return RayEmbedder(embedder, self)
 
 
-def _check_reachable(address: str, timeout: float = 5.0) -> None:
-    """Fail within seconds on an address nothing listens on (ray.init would retry for minutes)."""
+def _check_reachable(address: str, timeout: float = 5.0, *, given_as: str = "--ray") -> None:
+    """Fail within seconds on an address nothing listens on (ray.init would retry for minutes).
+    `given_as`: where the address came from (--ray, or the RAY_ADDRESS environment variable)."""
+    env = given_as == "RAY_ADDRESS"
     parts = urlsplit(address if "://" in address else f"tcp://{address}")
     try:
         host, port = parts.hostname, parts.port or (10001 if parts.scheme == "ray" else 6379)
     except ValueError as exc:
         raise ClusterError(
-            f"'{address}' is not a Ray address. To fix: pass HOST:PORT, e.g. --ray 10.0.0.5:6379"
+            f"{'RAY_ADDRESS=' if env else ''}'{address}' is not a Ray address. To fix: "
+            + ("set RAY_ADDRESS to HOST:PORT, or unset it" if env else "pass HOST:PORT, e.g. --ray 10.0.0.5:6379")
         ) from exc
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
+        where = f"RAY_ADDRESS={address} (set in the environment)" if env else address
+        fix = (
+            "unset RAY_ADDRESS for a local instance, or set it to a running cluster's HOST:PORT"
+            if env
+            else "pass --ray without an address for a local instance"
+        )
         raise ClusterError(
-            f"the Ray cluster at {address} cannot be reached ({exc}). To fix: check the address and that "
-            "`ray start --head` runs there, or pass --ray without an address for a local instance"
+            f"the Ray cluster at {where} cannot be reached ({exc}). To fix: check the address and that "
+            f"`ray start --head` runs there, or {fix}"
         ) from exc

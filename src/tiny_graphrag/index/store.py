@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from tiny_graphrag.errors import IndexFormatError
+from tiny_graphrag.index.manifest import check_manifest
 from tiny_graphrag.index.placement import MANIFEST, STAGING_MARKER, is_unfinished_index
 from tiny_graphrag.records import Chunk, Community, Document, Finding, Report, TreeNode, short_ids
 
@@ -115,6 +116,7 @@ class IndexStore:
                 f"{FORMAT_VERSION}: rebuild it with `tiny-graphrag build` (or use the library version "
                 f"{manifest.get('library_version', '?')} that built it)"
             )
+        check_manifest(manifest, manifest_path)
         files = manifest.get("files", {})
         if DATABASE not in files:
             raise IndexFormatError(f"{manifest_path} lists no {DATABASE}: it is damaged; rebuild the index")
@@ -129,6 +131,14 @@ class IndexStore:
                 )
         store = cls(path)
         store._manifest = manifest
+        try:  # a database file whose hash was recomputed after tampering: refused now, not mid-query
+            store._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as exc:
+            store.close()
+            raise IndexFormatError(
+                f"{path / DATABASE} is not a readable SQLite database ({exc}): the index is damaged. "
+                "Rebuild it with `tiny-graphrag build ... --force`"
+            ) from exc
         return store
 
     @property
@@ -330,9 +340,47 @@ class IndexStore:
         if not npy.is_file() or not ids.is_file():
             raise IndexFormatError(f"index {self.path} has no '{name}' vectors; rebuild the index")
         try:
-            return json.loads(ids.read_text(encoding="utf-8")), np.load(npy, allow_pickle=False)
-        except ValueError as exc:
-            raise IndexFormatError(f"{npy} is corrupt ({exc}); rebuild the index") from exc
+            row_ids = json.loads(ids.read_text(encoding="utf-8"))
+        except ValueError as exc:  # UnicodeDecodeError included
+            raise IndexFormatError(f"{ids} is corrupt ({exc}); rebuild the index") from exc
+        try:
+            matrix = np.load(npy, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            # numpy's own message may advise loading with allow_pickle: never do that with an index file
+            raise IndexFormatError(
+                f"{npy} is not a readable vector file (a .npy array of numbers was expected); the index is "
+                "damaged: rebuild it with `tiny-graphrag build ... --force`"
+            ) from exc
+        if not isinstance(row_ids, list) or matrix.ndim != 2 or len(row_ids) != len(matrix):
+            shape = "x".join(map(str, matrix.shape))
+            count = len(row_ids) if isinstance(row_ids, list) else "no list of"
+            raise IndexFormatError(
+                f"the '{name}' vectors of {self.path} do not match their ids ({count} ids in {ids.name} for "
+                f"a {shape} array in {npy.name}); the index is damaged: rebuild it with "
+                "`tiny-graphrag build ... --force`"
+            )
+        unknown = self._unknown_ids(name, row_ids)
+        if unknown:
+            raise IndexFormatError(
+                f"the '{name}' vectors of {self.path} name ids the index does not hold (e.g. {unknown[0]!r} in "
+                f"{ids.name}); the index is damaged: rebuild it with `tiny-graphrag build ... --force`"
+            )
+        return row_ids, matrix
+
+    def _unknown_ids(self, name: str, row_ids: list) -> list:
+        """Vector ids with no record of their kind (a search would fail on them far from the cause)."""
+        known: set | None = None
+        if name == "chunks":
+            known = set(self.source_ids())
+        elif name == "reports":
+            known = {r[0] for r in self._db.execute("SELECT community_id FROM reports")}
+        elif name == "entities":
+            known = set(self.graph().nodes)
+        elif name == "tree":
+            known = set(self.source_ids()) | {n.id for n in self.tree()}
+        if known is None:
+            return []
+        return [i for i in row_ids if not isinstance(i, str) or i not in known]
 
     def has_vectors(self, name: str) -> bool:
         return (self.path / VECTORS / f"{name}.npy").is_file()
