@@ -49,9 +49,9 @@ def search_config(args: argparse.Namespace):
 
 
 def run_one(name: str, index: Path, args: argparse.Namespace) -> dict:
-    from tiny_graphrag.cli.commands import index_info
     from tiny_graphrag.evaluation.head_to_head import evaluate, open_judge
     from tiny_graphrag.index.cache import CallCache
+    from tiny_graphrag.outputs.info import index_info
     from tiny_graphrag.search.engine import QueryEngine
 
     info = index_info(index, top=0)

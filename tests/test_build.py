@@ -148,7 +148,7 @@ def test_manifest_records_models_schema_and_settings(tmp_path, embedder):
 
 
 def test_fallback_reports_are_counted_in_summary_and_info(tmp_path, embedder):
-    from tiny_graphrag.cli.commands import index_info
+    from tiny_graphrag.outputs.info import index_info
 
     garbage = FakeLLM(
         lambda messages, schema, max_tokens: "not json at all",

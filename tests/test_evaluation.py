@@ -17,16 +17,14 @@ from tiny_graphrag.errors import InputError
 from tiny_graphrag.evaluation.head_to_head import (
     CRITERIA,
     Answer,
-    Question,
     Verdict,
     clip,
     collect_answers,
     evaluate,
-    generate_questions,
     judge,
-    questions_from_reports,
     win_rates,
 )
+from tiny_graphrag.evaluation.questions import Question, generate_questions, questions_from_reports
 from tiny_graphrag.records import Report
 
 ROOT = Path(__file__).resolve().parents[1]

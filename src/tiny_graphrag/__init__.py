@@ -12,7 +12,7 @@ from tiny_graphrag.config import VERSION as __version__
 
 _EXPORTS = {
     "build_index": "tiny_graphrag.build.pipeline",
-    "BuildResult": "tiny_graphrag.build.pipeline",
+    "BuildResult": "tiny_graphrag.build.result",
     "load_index": "tiny_graphrag.build.update",
     "Index": "tiny_graphrag.build.update",
     "IndexStore": "tiny_graphrag.index.store",
@@ -32,7 +32,8 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from tiny_graphrag.build.documents import Text
-    from tiny_graphrag.build.pipeline import BuildResult, build_index
+    from tiny_graphrag.build.pipeline import build_index
+    from tiny_graphrag.build.result import BuildResult
     from tiny_graphrag.build.update import Index, load_index
     from tiny_graphrag.config import (
         BuildConfig,

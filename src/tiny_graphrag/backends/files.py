@@ -25,7 +25,7 @@ from tiny_graphrag.errors import (
     TinyGraphRAGError,
     require,
 )
-from tiny_graphrag.index.store import sha256_file
+from tiny_graphrag.index.manifest import sha256_file
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import sys
-from collections import Counter
 from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
@@ -15,8 +14,7 @@ from pathlib import Path
 from tiny_graphrag.cli.parser import build_parser
 from tiny_graphrag.config import BuildConfig
 from tiny_graphrag.errors import ConfigError, InputError, OutputError, TinyGraphRAGError
-from tiny_graphrag.index.store import IndexStore
-from tiny_graphrag.outputs.notebook import community_sizes
+from tiny_graphrag.outputs.info import index_info
 
 log = logging.getLogger("tiny_graphrag")
 
@@ -125,46 +123,6 @@ def _print_summary(result, as_json: bool) -> None:
     else:
         print(f"index: {result.path}")
         print(result.summary.format())
-
-
-def index_info(path: str | Path, top: int = 5) -> dict:
-    """Documents, chunks, entities, relations, community levels and the top reports of an index."""
-    store = IndexStore.open(path)
-    m = store.manifest
-    reports = sorted(store.reports(), key=lambda r: -r.rating)
-    graph = store.graph()
-    info = {
-        "index": str(path),
-        "format_version": m.get("format_version"),
-        "library_version": m.get("library_version"),
-        "created": m.get("created"),
-        "documents": m.get("documents", []),
-        "counts": m.get("counts", {}),
-        "entities_per_type": dict(Counter(d.get("type") for _, d in graph.nodes(data=True))),
-        "relations_per_label": dict(Counter(k for _, _, k in graph.edges(keys=True))),
-        "merged_aliases": len(graph.graph.get("merges", [])),
-        # reports built from the data because the model's output was unusable
-        "fallback_reports": sum(1 for r in reports if r.fallback),
-        "skipped_files": list((m.get("summary") or {}).get("skipped_files", [])),
-        "levels": [
-            {
-                "level": lvl,
-                "communities": len(sizes),
-                "min_size": min(sizes),
-                "max_size": max(sizes),
-                "mean_size": round(sum(sizes) / len(sizes), 2),
-            }
-            for lvl, sizes in community_sizes(store).items()
-        ],
-        "top_reports": [
-            {"community": r.community_id, "level": r.level, "rating": r.rating, "title": r.title, "summary": r.summary}
-            for r in reports[:top]
-        ],
-        "models": {"extractor": m.get("extractor"), "embedder": m.get("embedder"), "llm": m.get("llm")},
-        "tree": m.get("tree"),  # None: built without a RAPTOR tree
-    }
-    store.close()
-    return info
 
 
 def _info(args) -> None:
@@ -294,7 +252,8 @@ def _snippet(text: str, n: int = 100) -> str:
 
 
 def _evaluate(args) -> None:
-    from tiny_graphrag.evaluation.head_to_head import evaluate, open_judge, read_questions
+    from tiny_graphrag.evaluation.head_to_head import evaluate, open_judge
+    from tiny_graphrag.evaluation.questions import read_questions
     from tiny_graphrag.search.engine import QueryEngine
 
     if args.out is not None:

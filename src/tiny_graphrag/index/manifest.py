@@ -3,6 +3,7 @@ hand-edited or damaged manifest is refused with the fix instead of failing later
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +47,12 @@ def manifest_field(manifest: dict[str, Any], key: str, index: Path) -> Any:
             "... --force` (force=True)"
         )
     return manifest[key]
+
+
+def sha256_file(path: Path) -> str:
+    """The file's sha256, read in 1 MiB blocks (model files are gigabytes)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

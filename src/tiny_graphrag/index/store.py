@@ -13,7 +13,6 @@ interrupted build never leaves something that loads as if complete.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from tiny_graphrag.errors import IndexFormatError
-from tiny_graphrag.index.manifest import check_manifest
+from tiny_graphrag.index.manifest import check_manifest, sha256_file
 from tiny_graphrag.index.placement import MANIFEST, STAGING_MARKER, is_unfinished_index
 from tiny_graphrag.records import Chunk, Community, Document, Finding, Report, TreeNode, short_ids
 
@@ -55,14 +54,6 @@ CREATE TABLE IF NOT EXISTS tree_nodes (id TEXT PRIMARY KEY, layer INTEGER NOT NU
 """
 
 _FTS_TOKEN = re.compile(r"\w+")
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class IndexStore:
