@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test lint bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -11,10 +11,14 @@ demo: setup
 	bash examples/demo.sh
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 bench: setup
 	$(BIN)/python -m bench
+
+lint: setup
+	$(BIN)/ruff check src tests bench scripts examples
+	$(BIN)/ruff format --check src tests bench scripts
 
 clean:
 	rm -rf graphs/obama graphs/.obama.cache graphs/.cache
