@@ -22,7 +22,9 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-def load_base(base: Path, device: str = "cpu", *, rnn_layers: int = 1, max_width: int = 12) -> Any:
+def load_base(
+    base: Path, device: str = "cpu", *, rnn_layers: int = 1, max_width: int = 12, hidden_size: int | None = None
+) -> Any:
     """A GLiNER to train: a GLiNER folder as it is, or a new GLiNER on a transformers encoder folder
     (its span and label layers start random, the encoder keeps its pretrained weights)."""
     gliner = require("gliner", "gliner", "GLiNER fine-tuning")
@@ -34,7 +36,7 @@ def load_base(base: Path, device: str = "cpu", *, rnn_layers: int = 1, max_width
             hidden = json.loads((base / "config.json").read_text(encoding="utf-8")).get("hidden_size", 768)
             config = gliner.GLiNERConfig(
                 model_name=str(base.resolve()),
-                hidden_size=hidden,
+                hidden_size=hidden_size or hidden,  # smaller: GLiNER projects the encoder's output down
                 max_width=max_width,
                 dropout=0.1,
                 max_len=384,
@@ -141,13 +143,16 @@ def finetune_gliner(
     settings: TrainSettings,
     *,
     rnn_layers: int = 1,
+    max_width: int = 12,
+    hidden_size: int | None = None,
     extra_info: dict[str, object] | None = None,
 ) -> TrainResult:
     """Train GLiNER from `base` on `train`, keep the checkpoint with the best F1 on `dev`, save to `out`."""
     import torch
 
     with written_aside(out) as tmp:
-        model = load_base(base, settings.device, rnn_layers=rnn_layers).to(settings.device)
+        model = load_base(base, settings.device, rnn_layers=rnn_layers, max_width=max_width, hidden_size=hidden_size)
+        model = model.to(settings.device)
         labels, _ = labels_of(train)
         before = trained_labels(base) or []
         eval_labels = sorted(set(labels) | set(before))

@@ -67,7 +67,9 @@ def _backbone_of(base: Path) -> Path:
     return base
 
 
-def load_base(base: Path, device: str = "cpu", *, num_train_rel_types: int | None = None) -> Any:
+def load_base(
+    base: Path, device: str = "cpu", *, num_train_rel_types: int | None = None, hidden_size: int | None = None
+) -> Any:
     """A GLiREL to train: a GLiREL folder with its weights, or a new GLiREL on a transformers encoder
     folder (relation layers random, the encoder's weights pretrained)."""
     torch = require("torch", "gliner", "GLiREL fine-tuning")
@@ -85,7 +87,7 @@ def load_base(base: Path, device: str = "cpu", *, num_train_rel_types: int | Non
             config = argparse.Namespace(**json.loads((base / "glirel_config.json").read_text(encoding="utf-8")))
         else:
             hidden = json.loads((base / "config.json").read_text(encoding="utf-8")).get("hidden_size", 768)
-            config = argparse.Namespace(**_CONFIG, hidden_size=hidden)
+            config = argparse.Namespace(**_CONFIG, hidden_size=hidden_size or hidden)  # smaller: projected down
         config.model_name = str(backbone.resolve())
         config.device = device
         if num_train_rel_types:
@@ -234,6 +236,7 @@ def finetune_glirel(
     settings: TrainSettings,
     *,
     num_train_rel_types: int | None = None,
+    hidden_size: int | None = None,
     extra_info: dict[str, object] | None = None,
 ) -> TrainResult:
     """Train GLiREL from `base` on `train` (examples with two entities or more), keep the checkpoint
@@ -243,7 +246,7 @@ def finetune_glirel(
     train = [p for ex in train if (p := pairable(ex, settings.max_words)) is not None]
     dev = [p for ex in dev or [] if (p := pairable(ex, settings.max_words)) is not None] or None
     with written_aside(out) as tmp:
-        model = load_base(base, settings.device, num_train_rel_types=num_train_rel_types)
+        model = load_base(base, settings.device, num_train_rel_types=num_train_rel_types, hidden_size=hidden_size)
         _, labels = labels_of(train)
         eval_labels = sorted(set(labels) | set(trained_labels(base) or []))
         trainable = GlirelTrainable(model, settings, eval_labels)

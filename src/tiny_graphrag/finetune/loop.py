@@ -90,7 +90,7 @@ def seed_everything(seed: int) -> None:
 
 
 def freeze_lower_layers(encoder: torch.nn.Module, keep_top: int | None, freeze: int | None) -> int:
-    """Freeze the embeddings and the lowest `freeze` layers (default: all but the top `keep_top`);
+    """Freeze the lowest `freeze` layers and the embeddings (default: all but the top `keep_top`);
     backward then stops early, which is most of the time saved. Returns the layers frozen."""
     layer_ids = sorted(
         {int(m.group(1)) for n, _ in encoder.named_parameters() if (m := re.search(r"layer\.(\d+)\.", n))}
@@ -101,7 +101,8 @@ def freeze_lower_layers(encoder: torch.nn.Module, keep_top: int | None, freeze: 
     freeze = min(freeze, n_layers)
     for name, p in encoder.named_parameters():
         m = re.search(r"layer\.(\d+)\.", name)
-        if "embeddings" in name or (m and int(m.group(1)) < freeze):
+        # the embeddings sit below layer 0: fixed whenever any layer is
+        if (freeze > 0 and "embeddings" in name) or (m and int(m.group(1)) < freeze):
             p.requires_grad_(False)
     return freeze
 
