@@ -116,9 +116,11 @@ def _score(s: Any) -> dict[str, Any]:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in s.as_dict().items()}
 
 
-def curve(folder: Path, data: dict[str, list[Example]], sizes: list[int], work: Path) -> dict[str, Any]:
+def curve(
+    folder: Path, data: dict[str, list[Example]], sizes: list[int], work: Path, max_steps: int, n_test: int
+) -> dict[str, Any]:
     held_e, held_r = set(starter.HELD_OUT_ENTITIES), set(starter.HELD_OUT_RELATIONS)
-    test = data["domain_test"]
+    test = data["domain_test"][:n_test]
     gold_e = only(test, held_e, set())
     gold_r = [relations_between_all(ex, held_r) for ex in test]
     rows = []
@@ -128,8 +130,8 @@ def curve(folder: Path, data: dict[str, list[Example]], sizes: list[int], work: 
             g, r = folder / "gliner", folder / "glirel"
         else:
             train = data["domain_pool"][:n]
-            # few labelled sentences, no dev set: a fixed number of passes, the last checkpoint
-            s = TrainSettings(epochs=6, batch_size=8, lr=5e-5, head_lr=1e-3, progress=False, seed=0)
+            # few labelled sentences, no dev set: 6 passes (at most max_steps steps), the last checkpoint
+            s = TrainSettings(epochs=6, max_steps=max_steps, batch_size=8, lr=5e-5, head_lr=1e-3, progress=False)
             g, r = work / f"g{n}", work / f"r{n}"
             t = time.perf_counter()
             res = finetune_gliner(folder / "gliner", train, None, g, s)
@@ -155,12 +157,14 @@ def curve(folder: Path, data: dict[str, list[Example]], sizes: list[int], work: 
     }
 
 
-def run(sizes: list[int], models_dir: str | None = None) -> dict[str, Any]:
+def run(
+    sizes: list[int], models_dir: str | None = None, max_steps: int = 40, n_test: int = 200, n_main: int = 400
+) -> dict[str, Any]:
     folder = starter.build_starter(models_dir, progress=False)
     data = starter.splits()
     training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
     held_e, held_r = set(starter.HELD_OUT_ENTITIES), set(starter.HELD_OUT_RELATIONS)
-    test = data["test"]  # held-out labels already removed
+    test = data["test"][:n_main]  # held-out labels already removed
     ent_labels = sorted({e.label for ex in data["train"] for e in ex.entities})
     rel_labels = sorted({r.label for ex in data["train"] for r in ex.relations})
     words = sum(len(ex.tokens) for ex in test)
@@ -188,7 +192,7 @@ def run(sizes: list[int], models_dir: str | None = None) -> dict[str, Any]:
         "gliner_words_per_s": round(words / st["gliner_s"], 1),
     }
     with tempfile.TemporaryDirectory(prefix="tgr-curve-") as work:
-        out["curve"] = curve(folder, data, sizes, Path(work))
+        out["curve"] = curve(folder, data, sizes, Path(work), max_steps, n_test)
     out["load_end"] = os.getloadavg()
     del held_e, held_r
     return out
@@ -199,9 +203,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("bench/out/finetune.json"))
     ap.add_argument("--sizes", type=int, nargs="*", default=[25, 50, 100, 200])
     ap.add_argument("--models-dir")
+    ap.add_argument("--max-steps", type=int, default=40, help="fine-tuning steps per curve point, at most")
+    ap.add_argument("--test", type=int, default=400, help="test sentences scored (of 889)")
+    ap.add_argument("--domain-test", type=int, default=200, help="domain test sentences scored")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    res = run(args.sizes, args.models_dir)
+    res = run(args.sizes, args.models_dir, args.max_steps, args.domain_test, args.test)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=1), encoding="utf-8")
     print(json.dumps({k: v for k, v in res.items() if k != "curve"}, indent=1))

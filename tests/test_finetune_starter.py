@@ -52,3 +52,13 @@ def test_recipe_hash_names_the_folder_and_follows_the_recipe(tmp_path, monkeypat
     changed = {**starter.RECIPE, "version": starter.RECIPE["version"] + 1}
     assert starter.recipe_hash(changed) != starter.recipe_hash()
     assert not starter.is_built(folder)
+
+
+def test_base_starter_before_it_is_built_says_how_to_build_it(tmp_path):
+    import pytest
+
+    from tiny_graphrag.errors import ConfigError
+    from tiny_graphrag.finetune.api import resolve
+
+    with pytest.raises(ConfigError, match="make starter"):
+        resolve("starter", "gliner", tmp_path)
