@@ -96,6 +96,7 @@ def finetune(
         "seconds": round(result.seconds, 1),
         "best_eval_f1": result.best_f1,
         "best_step": result.best_step,
+        "threshold": result.threshold,
         "final_loss": result.final_loss,
     }
 
@@ -105,7 +106,7 @@ def evaluate(
     model: str | os.PathLike[str],
     data: str | os.PathLike[str],
     *,
-    threshold: float = 0.5,
+    threshold: float | None = None,
     device: str = "cpu",
     zero_shot: bool = False,
     models_dir: str | os.PathLike[str] | None = None,

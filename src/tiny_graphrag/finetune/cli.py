@@ -43,7 +43,9 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, object]) -> None
     e.add_argument("kind", choices=["gliner", "glirel"], help="which model")
     e.add_argument("--model", required=True, help="model folder or name under models/ ('starter': the starter pair)")
     e.add_argument("--data", required=True, type=Path, help="test examples: " + FORMATS_HELP)
-    e.add_argument("--threshold", type=float, default=0.5, help="minimum score of a prediction")
+    e.add_argument(
+        "--threshold", type=float, help="minimum score of a prediction (default: the one chosen at training, else 0.5)"
+    )
     e.add_argument(
         "--zero-shot", action="store_true", help="also score labels the model was never trained on (else refused)"
     )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tiny_graphrag.errors import ModelLoadError, require
 from tiny_graphrag.finetune.data import Example, Span, labels_of
-from tiny_graphrag.finetune.labels import labels_in_common, trained_labels, write_trained_labels
+from tiny_graphrag.finetune.labels import labels_in_common, recorded_threshold, trained_labels, write_trained_labels
 from tiny_graphrag.finetune.loop import TrainResult, TrainSettings, freeze_lower_layers, train_loop, written_aside
 from tiny_graphrag.finetune.score import Score, score_entities
 
@@ -85,10 +85,11 @@ class GlinerTrainable:
         data = [to_train(_cut(ex, self.settings.max_words)) for ex in batch]
         inputs = self.collate(data)
         inputs = {k: (v.to(self.settings.device) if hasattr(v, "to") else v) for k, v in inputs.items()}
-        return self.model(**inputs).loss
+        return self.model(**inputs, alpha=self.settings.focal_alpha, gamma=self.settings.focal_gamma).loss
 
-    def f1(self, examples: Sequence[Example]) -> float:
-        preds = predict(self.model, examples, self.labels, self.settings.threshold, self.settings.batch_size)
+    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float:
+        at = self.settings.threshold if threshold is None else threshold
+        preds = predict(self.model, examples, self.labels, at, self.settings.batch_size)
         return score_entities(preds, examples).f1
 
     def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]:
@@ -168,6 +169,7 @@ def finetune_gliner(
             settings=settings.as_dict(),
             examples=len(train),
             best_eval_f1=result.best_f1,
+            threshold=result.threshold,
             best_step=result.best_step,
             steps=result.steps,
             seconds=round(result.seconds, 1),
@@ -180,7 +182,7 @@ def evaluate_gliner(
     model_dir: Path,
     examples: Sequence[Example],
     *,
-    threshold: float = 0.5,
+    threshold: float | None = None,
     device: str = "cpu",
     zero_shot: bool = False,
 ) -> Score:
@@ -190,4 +192,6 @@ def evaluate_gliner(
     use = labels_in_common(model_dir, gold_labels, "entity", zero_shot=zero_shot)
     model = load_base(model_dir, device)
     gold = [replace(ex, entities=tuple(e for e in ex.entities if e.label in use)) for ex in examples]
-    return score_entities(predict(model, examples, use, threshold), gold)
+    return score_entities(
+        predict(model, examples, use, recorded_threshold(model_dir) if threshold is None else threshold), gold
+    )

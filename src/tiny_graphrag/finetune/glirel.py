@@ -16,7 +16,7 @@ from tiny_graphrag.backends.files import models_dir
 from tiny_graphrag.errors import ModelLoadError, require
 from tiny_graphrag.extract.gliner import glirel_backbone
 from tiny_graphrag.finetune.data import Example, Relation, labels_of, to_glirel
-from tiny_graphrag.finetune.labels import labels_in_common, trained_labels, write_trained_labels
+from tiny_graphrag.finetune.labels import labels_in_common, recorded_threshold, trained_labels, write_trained_labels
 from tiny_graphrag.finetune.loop import TrainResult, TrainSettings, freeze_lower_layers, train_loop, written_aside
 from tiny_graphrag.finetune.score import Score, score_relations
 
@@ -148,8 +148,9 @@ class GlirelTrainable:
         x = self.model.collate_fn(data, train_relation_types=list(self.labels), device=self.settings.device)
         return self.model(x)["total_loss"]
 
-    def f1(self, examples: Sequence[Example]) -> float:
-        preds = predict(self.model, examples, self.labels, self.settings.threshold, self.settings.batch_size)
+    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float:
+        at = self.settings.threshold if threshold is None else threshold
+        preds = predict(self.model, examples, self.labels, at, self.settings.batch_size)
         return score_relations(preds, examples).f1
 
     def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]:
@@ -261,6 +262,7 @@ def finetune_glirel(
             settings=settings.as_dict(),
             examples=len(train),
             best_eval_f1=result.best_f1,
+            threshold=result.threshold,
             best_step=result.best_step,
             steps=result.steps,
             seconds=round(result.seconds, 1),
@@ -273,7 +275,7 @@ def evaluate_glirel(
     model_dir: Path,
     examples: Sequence[Example],
     *,
-    threshold: float = 0.5,
+    threshold: float | None = None,
     device: str = "cpu",
     zero_shot: bool = False,
 ) -> Score:
@@ -283,4 +285,6 @@ def evaluate_glirel(
     use = labels_in_common(model_dir, gold_labels, "relation", zero_shot=zero_shot)
     model = load_base(model_dir, device)
     gold = [replace(ex, relations=tuple(r for r in ex.relations if r.label in use)) for ex in examples]
-    return score_relations(predict(model, examples, use, threshold), gold)
+    return score_relations(
+        predict(model, examples, use, recorded_threshold(model_dir) if threshold is None else threshold), gold
+    )

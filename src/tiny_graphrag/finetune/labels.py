@@ -31,6 +31,16 @@ def trained_labels(folder: Path) -> list[str] | None:
         return None
 
 
+def recorded_threshold(folder: Path, default: float = 0.5) -> float:
+    """The score threshold chosen on the eval set at training time (`default` when none was)."""
+    f = Path(folder) / TRAINED_LABELS
+    try:
+        value = json.loads(f.read_text(encoding="utf-8")).get("threshold") if f.is_file() else None
+    except ValueError:
+        value = None
+    return float(value) if isinstance(value, (int, float)) else default
+
+
 def unseen(labels: Iterable[str], trained: Iterable[str]) -> list[str]:
     """The labels not among the trained ones (case is ignored: the prompts of uncased encoders are)."""
     known = {t.lower() for t in trained}

@@ -46,6 +46,10 @@ class TrainSettings:
     seed: int = 0
     device: str = "cpu"
     threshold: float = 0.5
+    # GLiNER's focal loss (its trainer's focal_loss_alpha/gamma; alpha < 0: plain BCE): with ~1 positive
+    # span in hundreds, it keeps the few positives from being drowned, which a short run needs
+    focal_alpha: float = 0.75
+    focal_gamma: float = 2.0
     progress: bool = True
 
     def as_dict(self) -> dict[str, object]:
@@ -54,12 +58,15 @@ class TrainSettings:
         return d
 
 
+THRESHOLDS = (0.5, 0.4, 0.3, 0.2, 0.1)
+
+
 class Trainable(Protocol):
     """What the loop needs from a GLiNER or GLiREL wrapper."""
 
     def loss(self, batch: Sequence[Example]) -> torch.Tensor: ...
 
-    def f1(self, examples: Sequence[Example]) -> float: ...
+    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float: ...
 
     def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]: ...
 
@@ -78,6 +85,7 @@ class TrainResult:
     best_step: int
     final_loss: float
     history: list[dict[str, float]]
+    threshold: float | None = None  # chosen on the eval set among THRESHOLDS
 
 
 def seed_everything(seed: int) -> None:
@@ -210,7 +218,7 @@ def train_loop(
             schedule.step()
             loss_value = float(loss.detach())
             smooth = loss_value if smooth is None else 0.9 * smooth + 0.1 * loss_value
-            bar.set_postfix(loss=f"{smooth:.3f}")
+            bar.set_postfix(loss=f"{smooth:.3f}", **({"eval_f1": f"{best_f1:.3f}"} if best_f1 is not None else {}))
             if dev and (step % every == 0 or step == total):
                 model.train(False)
                 f1 = model.f1(dev)
@@ -225,7 +233,14 @@ def train_loop(
     if best_state is not None and best_step != total:
         model.load_state(best_state)
     model.train(False)
+    threshold = None
+    if dev:  # a short run's scores can sit below 0.5: pick the threshold on the eval set too
+        by_threshold = {t: model.f1(dev, t) for t in THRESHOLDS}
+        threshold = max(by_threshold, key=lambda t: (by_threshold[t], t))
+        best_f1 = by_threshold[threshold]
+        log.info("%s: eval F1 by threshold %s; chosen %.1f", desc, by_threshold, threshold)
     return TrainResult(
+        threshold=threshold,
         steps=total,
         seconds=time.perf_counter() - start,
         best_f1=best_f1,

@@ -48,35 +48,37 @@ HELD_OUT_RELATIONS = (
     "end time",
 )
 RECIPE: dict[str, Any] = {
-    "version": 1,
+    "version": 2,
     "encoder": "all-MiniLM-L6-v2",
     "data": "Re-DocRED dev (500 documents), one sentence per example",
     "split": {"seed": 0, "dev_documents": 50, "test_documents": 100},
     "held_out": {"entities": list(HELD_OUT_ENTITIES), "relations": list(HELD_OUT_RELATIONS)},
+    # chosen on dev: with the encoder's top 2 layers trained at 1e-4 and the layers on top at 3e-3
+    # (focal loss for GLiNER), dev F1 rose within a few hundred steps; at 5e-5/1e-3 it stayed 0
     "gliner": {
-        "max_steps": 300,
+        "max_steps": 600,
         "batch_size": 8,
-        "lr": 5e-5,
-        "head_lr": 1e-3,
+        "lr": 1e-4,
+        "head_lr": 3e-3,
         "freeze_layers": 4,
         "max_words": 48,
         "rnn_layers": 0,
         "max_width": 8,
         "hidden_size": 192,
-        "eval_every": 100,
+        "eval_every": 200,
         "dev_examples": 100,
         "seed": 0,
     },
     "glirel": {
-        "max_steps": 200,
+        "max_steps": 1000,
         "batch_size": 8,
-        "lr": 5e-5,
-        "head_lr": 1e-3,
+        "lr": 1e-4,
+        "head_lr": 3e-3,
         "freeze_layers": 4,
         "max_words": 48,
         "num_train_rel_types": 12,
         "hidden_size": 192,
-        "eval_every": 100,
+        "eval_every": 500,
         "dev_examples": 60,
         "seed": 0,
     },
@@ -230,7 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="train again even if the pair is there")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("tiny_graphrag").setLevel(logging.INFO)  # ours: eval F1 per checkpoint, timings
     print(build_starter(args.models_dir, progress=not args.quiet, force=args.force))
     return 0
 
