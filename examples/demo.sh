@@ -20,8 +20,11 @@ REPORTS=(--report-min-size 5 --report-max-tokens 300 --report-context-tokens 120
 ANSWER=(--context-tokens 1500)
 # The starter pair (trained and cached on first use), with a schema of labels it was trained on.
 STARTER=$("$BIN/python" -m tiny_graphrag.finetune.starter --quiet | tail -n 1)
+# Its score thresholds were chosen on Re-DocRED dev at training time (trained_labels.json).
+threshold() { "$BIN/python" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("threshold") or 0.5)' "$1"; }
 EXTRACT=(--extractor gliner --gliner-model "$STARTER/gliner" --glirel-model "$STARTER/glirel"
-  --schema examples/starter_schema.toml)
+  --schema examples/starter_schema.toml --entity-threshold "$(threshold "$STARTER/gliner/trained_labels.json")"
+  --relation-threshold "$(threshold "$STARTER/glirel/trained_labels.json")")
 
 "$BIN/tiny-graphrag" build "$DOC" --out graphs/obama "${EXTRACT[@]}" "${LLM[@]}" "${REPORTS[@]}"
 "$BIN/tiny-graphrag" info graphs/obama
