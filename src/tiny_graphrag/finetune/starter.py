@@ -48,17 +48,18 @@ HELD_OUT_RELATIONS = (
     "end time",
 )
 RECIPE: dict[str, Any] = {
-    "version": 3,
+    "version": 2,
     "encoder": "all-MiniLM-L6-v2",
     "data": "Re-DocRED dev (500 documents), one sentence per example",
     "split": {"seed": 0, "dev_documents": 50, "test_documents": 100},
     "held_out": {"entities": list(HELD_OUT_ENTITIES), "relations": list(HELD_OUT_RELATIONS)},
     # chosen on dev: with the encoder's top 2 layers trained at 1e-4 and the layers on top at 3e-3
     # (focal loss for GLiNER), dev F1 rose within a few hundred steps; at 5e-5/1e-3 it stayed 0.
-    # Scores of so short a run sit low: checkpoints are compared at eval_threshold, and the final
-    # threshold is chosen on dev (recorded in trained_labels.json)
+    # A longer GLiNER run (1,100 steps) was no better on dev at step 550 (0.240 vs 0.259) and took
+    # the pair past 10 minutes on a loaded machine. The final thresholds are chosen on dev
+    # (recorded in trained_labels.json): so short a run's scores sit low.
     "gliner": {
-        "max_steps": 1100,
+        "max_steps": 600,
         "batch_size": 8,
         "lr": 1e-4,
         "head_lr": 3e-3,
@@ -67,8 +68,7 @@ RECIPE: dict[str, Any] = {
         "rnn_layers": 0,
         "max_width": 8,
         "hidden_size": 192,
-        "eval_every": 275,
-        "eval_threshold": 0.3,
+        "eval_every": 200,
         "dev_examples": 100,
         "seed": 0,
     },
@@ -82,7 +82,6 @@ RECIPE: dict[str, Any] = {
         "num_train_rel_types": 12,
         "hidden_size": 192,
         "eval_every": 500,
-        "eval_threshold": 0.2,
         "dev_examples": 60,
         "seed": 0,
     },
