@@ -35,6 +35,7 @@ from tiny_graphrag.finetune.gliner import predict as gliner_predict
 from tiny_graphrag.finetune.glirel import finetune_glirel
 from tiny_graphrag.finetune.glirel import load_base as load_glirel
 from tiny_graphrag.finetune.glirel import predict as glirel_predict
+from tiny_graphrag.finetune.labels import recorded_threshold
 from tiny_graphrag.finetune.loop import TrainSettings
 from tiny_graphrag.finetune.score import score_entities, score_relations
 
@@ -141,9 +142,10 @@ def curve(
             res = finetune_glirel(folder / "glirel", train, None, r, s)
             row["glirel_seconds"] = round(time.perf_counter() - t, 1)
             row["glirel_s_per_100_examples"] = round(100 * res.seconds / (res.steps * s.batch_size), 2)
-        pred = gliner_predict(load_gliner(g), test, sorted(held_e), 0.5)
+        # the starter's thresholds chosen on dev (short runs' scores sit below 0.5)
+        pred = gliner_predict(load_gliner(g), test, sorted(held_e), recorded_threshold(folder / "gliner"))
         row["entity"] = _score(score_entities(only(pred, held_e, set()), gold_e))
-        rel = glirel_predict(load_glirel(r), test, sorted(held_r), 0.5)
+        rel = glirel_predict(load_glirel(r), test, sorted(held_r), recorded_threshold(folder / "glirel"))
         row["relation_given_entities"] = _score(score_relations(rel, gold_r))
         log.info(
             "curve n=%d: entity F1 %.3f, relation F1 %.3f", n, row["entity"]["f1"], row["relation_given_entities"]["f1"]

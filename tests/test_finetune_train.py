@@ -213,3 +213,25 @@ def test_schema_label_the_model_never_saw_warns_zero_shot(tiny_models_dir, data,
 def test_friendly_examples_convert_like_the_extractor_reads(data):
     ex = from_friendly(template_record(random.Random(0)))
     assert all(" " not in t for t in ex.tokens)
+
+
+def test_killed_training_leaves_no_folder_and_stale_ones_are_cleaned(tiny_models_dir, data, tmp_path, monkeypatch):
+    import os
+    import signal
+
+    real = loop.batches
+
+    def killed(*args, **kwargs):
+        stream = real(*args, **kwargs)
+        yield next(stream)
+        os.kill(os.getpid(), signal.SIGTERM)  # `kill PID`: unwinds like Ctrl-C
+        yield next(stream)
+
+    stale = tmp_path / ".m.partial-999999999"  # left by a run killed with SIGKILL
+    stale.mkdir()
+    monkeypatch.setattr(loop, "batches", killed)
+    with pytest.raises(KeyboardInterrupt):
+        finetune_gliner(
+            tiny_models_dir / "tiny-gliner", read_examples(data["train"]), None, tmp_path / "m", _settings(max_steps=5)
+        )
+    assert list(tmp_path.iterdir()) == []

@@ -14,6 +14,8 @@ import os
 import random
 import re
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -132,9 +134,13 @@ def written_aside(out: Path) -> Iterator[Path]:
     """A hidden folder beside `out` to write into; on success it replaces `out`, else it is removed."""
     check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(out)
     tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
+    # `kill` (SIGTERM) as well as Ctrl-C unwinds through the clean-up below
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if on_main else None
     try:
         yield tmp
         old = None
@@ -146,6 +152,26 @@ def written_aside(out: Path) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if on_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _remove_stale(out: Path) -> None:
+    """Folders written aside by runs killed without clean-up (SIGKILL, power loss)."""
+    for p in out.parent.glob(f".{out.name}.partial-*"):
+        pid = p.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(p, ignore_errors=True)
+        except PermissionError:  # another user's live process
+            pass
 
 
 @contextmanager
