@@ -89,9 +89,9 @@ def gold(doc: dict, offsets, rel_info: dict[str, str]) -> tuple[set, dict, set]:
 
 
 def prf(tp: int, n_pred: int, n_gold: int) -> dict[str, Any]:
-    p = tp / n_pred if n_pred else 0.0
-    r = tp / n_gold if n_gold else 0.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
+    from tiny_graphrag.finetune.score import prf as micro  # the scorer of `models evaluate`
+
+    p, r, f = micro(tp, n_pred, n_gold)
     return {
         "precision": rnd(100 * p, 1),
         "recall": rnd(100 * r, 1),

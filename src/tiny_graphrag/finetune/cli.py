@@ -1,0 +1,94 @@
+"""`tiny-graphrag models finetune|evaluate`: arguments and what they run (kept here, not in cli/)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from tiny_graphrag.finetune.api import evaluate, finetune
+
+FORMATS_HELP = (
+    "JSONL, one example per line: friendly {'text', 'entities': [{'start', 'end', 'label'}], "
+    "'relations': [{'head', 'tail', 'label'}]} (character offsets; head/tail index entities), or GLiNER's / "
+    "GLiREL's own training format ({'tokenized_text', 'ner', 'relations'})"
+)
+
+
+def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, object]) -> None:
+    """Add `finetune` and `evaluate` to the `models` subcommands."""
+    f = msub.add_parser("finetune", help="fine-tune GLiNER or GLiREL on labelled examples", **kw)
+    f.add_argument("kind", choices=["gliner", "glirel"], help="which model")
+    f.add_argument(
+        "--base",
+        required=True,
+        help="model to start from: a GLiNER/GLiREL folder, a transformers encoder folder (new model on it), a "
+        "name under models/, 'all-MiniLM-L6-v2', or 'starter' (the starter pair of `make starter`)",
+    )
+    f.add_argument("--data", required=True, type=Path, help="training examples: " + FORMATS_HELP)
+    f.add_argument("--eval", type=Path, help="evaluation examples, same formats: their F1 chooses the checkpoint")
+    f.add_argument(
+        "--out", required=True, type=Path, help="the new model folder (an existing model folder is replaced)"
+    )
+    f.add_argument("--epochs", type=float, default=3.0, help="passes over the training data")
+    f.add_argument("--batch-size", type=int, default=8, help="examples per step (lower it if memory runs out)")
+    f.add_argument("--lr", type=float, default=5e-5, help="learning rate of the encoder; the layers on top use 20x")
+    f.add_argument("--max-steps", type=int, help="stop after this many steps")
+    f.add_argument("--freeze-layers", type=int, help="encoder layers kept fixed from the bottom (default: all but 2)")
+    f.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N or mps")
+    f.add_argument("--seed", type=int, default=0, help="seed: the same seed and data give the same model")
+    f.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    f.add_argument("--json", action="store_true", help="print the training summary as JSON")
+    e = msub.add_parser("evaluate", help="precision/recall/F1 of a GLiNER or GLiREL model on labelled examples", **kw)
+    e.add_argument("kind", choices=["gliner", "glirel"], help="which model")
+    e.add_argument("--model", required=True, help="model folder or name under models/ ('starter': the starter pair)")
+    e.add_argument("--data", required=True, type=Path, help="test examples: " + FORMATS_HELP)
+    e.add_argument(
+        "--threshold", type=float, help="minimum score of a prediction (default: the one chosen at training, else 0.5)"
+    )
+    e.add_argument(
+        "--zero-shot", action="store_true", help="also score labels the model was never trained on (else refused)"
+    )
+    e.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N or mps")
+    e.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    e.add_argument("--json", action="store_true", help="print the scores as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.models_command == "finetune":
+        summary = finetune(
+            args.kind,
+            args.base,
+            args.data,
+            args.out,
+            eval_data=args.eval,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            max_steps=args.max_steps,
+            freeze_layers=args.freeze_layers,
+            device=args.device,
+            seed=args.seed,
+            models_dir=args.models_dir,
+        )
+        if args.json:
+            print(json.dumps(summary, indent=2))
+        else:
+            f1 = summary["best_eval_f1"]
+            chosen = f", eval F1 {100 * f1:.1f} at step {summary['best_step']}" if f1 is not None else ""
+            print(
+                f"{args.kind} model written to {summary['out']} ({summary['steps']} steps in {summary['seconds']:.0f} s{chosen})"
+            )
+        return 0
+    score = evaluate(
+        args.kind,
+        args.model,
+        args.data,
+        threshold=args.threshold,
+        device=args.device,
+        zero_shot=args.zero_shot,
+        models_dir=args.models_dir,
+    )
+    what = "entities" if args.kind == "gliner" else "relations (given the gold entities)"
+    print(json.dumps(score.as_dict(), indent=2) if args.json else f"{what}: {score.line()}")
+    return 0

@@ -1,0 +1,290 @@
+"""Fine-tune and evaluate GLiREL (relations between given entities) with the library's own model,
+collator (negative label sampling) and loss."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tiny_graphrag.backends.files import models_dir
+from tiny_graphrag.errors import ModelLoadError, require
+from tiny_graphrag.extract.gliner import glirel_backbone
+from tiny_graphrag.finetune.data import Example, Relation, labels_of, to_glirel
+from tiny_graphrag.finetune.labels import labels_in_common, recorded_threshold, trained_labels, write_trained_labels
+from tiny_graphrag.finetune.loop import TrainResult, TrainSettings, freeze_lower_layers, train_loop, written_aside
+from tiny_graphrag.finetune.score import Score, score_relations
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+log = logging.getLogger(__name__)
+
+# Field values follow the published glirel-large-v0 training config (as tests/devmodels.py does),
+# except those the recipe passes.
+_CONFIG = dict(
+    fine_tune=True,
+    subtoken_pooling="first",
+    scorer="dot",
+    rel_mode="marker",
+    span_marker_mode="markerv1",
+    refine_prompt=False,
+    refine_relation=False,
+    ffn_mul=4,
+    dropout=0.1,
+    loss_func="binary_cross_entropy_loss",
+    alpha=0.3,
+    gamma=3,
+    label_embed_strategy="both",
+    coref_classifier=False,
+    coref_loss_weight=10.0,
+    coreference_label="SELF",
+    num_train_rel_types=20,
+    random_drop=True,
+    max_len=384,
+    max_width=12,
+    max_entity_pair_distance=None,
+    fixed_relation_types=True,
+    positive_weight=2.0,
+    negative_weight=1.0,
+    max_types=25,
+    shuffle_types=True,
+    max_neg_type_ratio=1,
+    add_entity_markers=False,
+)
+
+
+def _backbone_of(base: Path) -> Path:
+    """The encoder folder a GLiREL at `base` rebuilds itself from (or `base`, an encoder itself)."""
+    if (base / "glirel_config.json").is_file():
+        name = json.loads((base / "glirel_config.json").read_text(encoding="utf-8"))["model_name"]
+        return glirel_backbone(str(name), base, models_dir())
+    return base
+
+
+def load_base(
+    base: Path, device: str = "cpu", *, num_train_rel_types: int | None = None, hidden_size: int | None = None
+) -> Any:
+    """A GLiREL to train: a GLiREL folder with its weights, or a new GLiREL on a transformers encoder
+    folder (relation layers random, the encoder's weights pretrained)."""
+    torch = require("torch", "gliner", "GLiREL fine-tuning")
+    glirel = require("glirel", "gliner", "GLiREL fine-tuning")
+    base = Path(base)
+    is_glirel = (base / "glirel_config.json").is_file()
+    if not is_glirel and not (base / "config.json").is_file():
+        raise ModelLoadError(
+            f"{base} is neither a GLiREL model folder (glirel_config.json) nor a transformers encoder folder "
+            "(config.json); pass one of them as --base"
+        )
+    backbone = _backbone_of(base)
+    try:
+        if is_glirel:
+            config = argparse.Namespace(**json.loads((base / "glirel_config.json").read_text(encoding="utf-8")))
+        else:
+            hidden = json.loads((base / "config.json").read_text(encoding="utf-8")).get("hidden_size", 768)
+            config = argparse.Namespace(**_CONFIG, hidden_size=hidden_size or hidden)  # smaller: projected down
+        config.model_name = str(backbone.resolve())
+        config.device = device
+        if num_train_rel_types:
+            config.num_train_rel_types = num_train_rel_types
+        logging.getLogger("transformers").setLevel(logging.ERROR)  # "new embeddings initialised" noise
+        model = glirel.GLiREL(config)
+        if is_glirel:
+            state = torch.load(base / "pytorch_model.bin", map_location="cpu", weights_only=True)
+            model.load_state_dict(state, strict=False)
+    except Exception as exc:
+        raise ModelLoadError(f"could not load {base} as a GLiREL model or an encoder to train: {exc}") from exc
+    return model.to(device)
+
+
+def pairable(ex: Example, max_words: int) -> Example | None:
+    """The example cut to max_words, with its entities and relations inside; None below two entities
+    (GLiREL classifies entity pairs)."""
+    if len(ex.tokens) > max_words:
+        keep = [i for i, e in enumerate(ex.entities) if e.last < max_words]
+        new = {old: k for k, old in enumerate(keep)}
+        rels = tuple(
+            Relation(new[r.head], new[r.tail], r.label) for r in ex.relations if r.head in new and r.tail in new
+        )
+        ex = replace(
+            ex,
+            tokens=ex.tokens[:max_words],
+            entities=tuple(ex.entities[i] for i in keep),
+            relations=rels,
+            text=None,
+            offsets=None,
+        )
+    spans = {(e.first, e.last) for e in ex.entities}
+    return ex if len(spans) >= 2 else None
+
+
+def _dedupe(ex: Example) -> Example:
+    """One entity per span (GLiREL keys relations by span)."""
+    first: dict[tuple[int, int], int] = {}
+    for i, e in enumerate(ex.entities):
+        first.setdefault((e.first, e.last), i)
+    keep = sorted(first.values())
+    new = {old: k for k, old in enumerate(keep)}
+    remap = {i: new[first[(e.first, e.last)]] for i, e in enumerate(ex.entities)}
+    rels = {Relation(remap[r.head], remap[r.tail], r.label) for r in ex.relations if remap[r.head] != remap[r.tail]}
+    return replace(ex, entities=tuple(ex.entities[i] for i in keep), relations=tuple(sorted(rels, key=repr)))
+
+
+class GlirelTrainable:
+    def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]):
+        self.model = model
+        self.settings = settings
+        self.labels = list(labels)
+        self.encoder = model.token_rep_layer.bert_layer.model
+        self.frozen = freeze_lower_layers(self.encoder, None, settings.freeze_layers)
+
+    def loss(self, batch: Sequence[Example]) -> torch.Tensor:
+        data = [to_glirel(_dedupe(ex)) for ex in batch]
+        x = self.model.collate_fn(data, train_relation_types=list(self.labels), device=self.settings.device)
+        return self.model(x)["total_loss"]
+
+    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float:
+        at = self.settings.threshold if threshold is None else threshold
+        preds = predict(self.model, examples, self.labels, at, self.settings.batch_size)
+        return score_relations(preds, examples).f1
+
+    def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]:
+        enc = {id(p) for p in self.encoder.parameters()}
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        return [
+            {"params": [p for p in params if id(p) in enc], "lr": lr},
+            {"params": [p for p in params if id(p) not in enc], "lr": head_lr},
+        ]
+
+    def train(self, mode: bool = True) -> object:
+        return self.model.train(mode)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return self.model.state_dict()
+
+    def load_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.model.load_state_dict(state)
+
+
+def predict(
+    model: Any, examples: Sequence[Example], labels: Sequence[str], threshold: float, batch_size: int = 8
+) -> list[Example]:
+    """The examples with GLiREL's relations between their gold entities (the best label per pair, as
+    the extractor keeps); examples with fewer than two entities get none."""
+    import torch
+
+    out = [replace(ex, relations=()) for ex in examples]
+    todo = [i for i, ex in enumerate(examples) if len({(e.first, e.last) for e in ex.entities}) >= 2]
+    was_training = model.training
+    model.train(False)
+    try:
+        for k in range(0, len(todo), batch_size):
+            idx = todo[k : k + batch_size]
+            exs = [_dedupe(examples[i]) for i in idx]
+            ner = [
+                [[e.first, e.last, e.label, " ".join(ex.tokens[e.first : e.last + 1])] for e in ex.entities]
+                for ex in exs
+            ]
+            with torch.no_grad():
+                raw = model.batch_predict_relations(
+                    [list(ex.tokens) for ex in exs], list(labels), threshold=threshold, ner=ner, top_k=1
+                )
+            for i, ex, rels in zip(idx, exs, raw):
+                where = {(e.first, e.last): n for n, e in enumerate(ex.entities)}
+                found = []
+                for r in rels:
+                    h = where.get((r["head_pos"][0], r["head_pos"][1] - 1))
+                    t = where.get((r["tail_pos"][0], r["tail_pos"][1] - 1))
+                    if h is not None and t is not None and h != t:
+                        found.append(Relation(h, t, str(r["label"])))
+                out[i] = replace(ex, relations=tuple(found))
+    finally:
+        model.train(was_training)
+    return out
+
+
+def _save(model: Any, base: Path, tmp: Path) -> None:
+    """Weights, config, and a copy of the backbone folder (GLiREL rebuilds its encoder from it)."""
+    src = _backbone_of(base)
+    (tmp / "backbone").mkdir()
+    for f in src.iterdir():
+        if f.is_file() and not f.name.startswith("."):
+            shutil.copy2(f, tmp / "backbone" / f.name)
+    config = dict(vars(model.config))
+    config["model_name"] = "backbone"  # relative: the loader finds backbone/ beside the weights
+    config.pop("device", None)
+    model.save_pretrained(tmp, config={k: v for k, v in config.items() if _jsonable(v)})
+
+
+def _jsonable(v: object) -> bool:
+    try:
+        json.dumps(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def finetune_glirel(
+    base: Path,
+    train: Sequence[Example],
+    dev: Sequence[Example] | None,
+    out: Path,
+    settings: TrainSettings,
+    *,
+    num_train_rel_types: int | None = None,
+    hidden_size: int | None = None,
+    extra_info: dict[str, object] | None = None,
+) -> TrainResult:
+    """Train GLiREL from `base` on `train` (examples with two entities or more), keep the checkpoint
+    with the best relation F1 on `dev`, save to `out`."""
+    import torch
+
+    train = [p for ex in train if (p := pairable(ex, settings.max_words)) is not None]
+    dev = [p for ex in dev or [] if (p := pairable(ex, settings.max_words)) is not None] or None
+    with written_aside(out) as tmp:
+        model = load_base(base, settings.device, num_train_rel_types=num_train_rel_types, hidden_size=hidden_size)
+        _, labels = labels_of(train)
+        eval_labels = sorted(set(labels) | set(trained_labels(base) or []))
+        trainable = GlirelTrainable(model, settings, eval_labels)
+        with torch.random.fork_rng(devices=[]):
+            result = train_loop(trainable, train, dev, settings, desc="fine-tuning GLiREL")
+        _save(model, base, tmp)
+        write_trained_labels(
+            tmp,
+            "glirel",
+            eval_labels,
+            base=str(base),
+            settings=settings.as_dict(),
+            examples=len(train),
+            best_eval_f1=result.best_f1,
+            threshold=result.threshold,
+            best_step=result.best_step,
+            steps=result.steps,
+            seconds=round(result.seconds, 1),
+            **(extra_info or {}),
+        )
+    return result
+
+
+def evaluate_glirel(
+    model_dir: Path,
+    examples: Sequence[Example],
+    *,
+    threshold: float | None = None,
+    device: str = "cpu",
+    zero_shot: bool = False,
+) -> Score:
+    """Relation P/R/F1 of the GLiREL at `model_dir` given the gold entities, over the labels it was
+    trained on that the examples use."""
+    _, gold_labels = labels_of(examples)
+    use = labels_in_common(model_dir, gold_labels, "relation", zero_shot=zero_shot)
+    model = load_base(model_dir, device)
+    gold = [replace(ex, relations=tuple(r for r in ex.relations if r.label in use)) for ex in examples]
+    return score_relations(
+        predict(model, examples, use, recorded_threshold(model_dir) if threshold is None else threshold), gold
+    )

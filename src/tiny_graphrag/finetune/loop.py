@@ -1,0 +1,276 @@
+"""What GLiNER and GLiREL training share: settings, seeding, layer freezing, the loop, the output folder.
+
+The loop is plain PyTorch over the library's own model, collator and loss (one tqdm bar showing
+the loss). The eval set's F1, measured every `eval_every` steps and at the end, chooses the
+checkpoint. The model is written to a hidden folder beside `out` and renamed into place, so an
+interrupted or failed run leaves no half-written model folder.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import random
+import re
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from tiny_graphrag.errors import ConfigError, OutputError
+from tiny_graphrag.finetune.data import Example
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+log = logging.getLogger(__name__)
+
+MODEL_MARKERS = ("gliner_config.json", "glirel_config.json")
+
+
+@dataclass
+class TrainSettings:
+    epochs: float = 3.0  # passes over the training set (a fraction stops early)
+    batch_size: int = 8
+    lr: float = 5e-5  # learning rate of the encoder's trainable layers
+    head_lr: float | None = None  # of the layers on top (default 20 x lr)
+    max_steps: int | None = None  # stop after this many steps whatever `epochs` says
+    freeze_layers: int | None = None  # encoder layers kept fixed from the bottom (None: all but the top 2)
+    max_words: int = 96  # longer examples are cut (words)
+    eval_every: int | None = None  # steps between checkpoint evaluations (default: once per epoch)
+    warmup: float = 0.1
+    seed: int = 0
+    device: str = "cpu"
+    threshold: float = 0.5
+    # GLiNER's focal loss (its trainer's focal_loss_alpha/gamma; alpha < 0: plain BCE): with ~1 positive
+    # span in hundreds, it keeps the few positives from being drowned, which a short run needs
+    focal_alpha: float = 0.75
+    focal_gamma: float = 2.0
+    progress: bool = True
+
+    def as_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d.pop("progress")
+        return d
+
+
+THRESHOLDS = (0.5, 0.4, 0.3, 0.2, 0.1)
+
+
+class Trainable(Protocol):
+    """What the loop needs from a GLiNER or GLiREL wrapper."""
+
+    def loss(self, batch: Sequence[Example]) -> torch.Tensor: ...
+
+    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float: ...
+
+    def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]: ...
+
+    def train(self, mode: bool = True) -> object: ...
+
+    def state(self) -> dict[str, torch.Tensor]: ...
+
+    def load_state(self, state: dict[str, torch.Tensor]) -> None: ...
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    seconds: float
+    best_f1: float | None
+    best_step: int
+    final_loss: float
+    history: list[dict[str, float]]
+    threshold: float | None = None  # chosen on the eval set among THRESHOLDS
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)  # GLiNER's and GLiREL's collators sample negative labels with `random`
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def freeze_lower_layers(encoder: torch.nn.Module, keep_top: int | None, freeze: int | None) -> int:
+    """Freeze the lowest `freeze` layers and the embeddings (default: all but the top `keep_top`);
+    backward then stops early, which is most of the time saved. Returns the layers frozen."""
+    layer_ids = sorted(
+        {int(m.group(1)) for n, _ in encoder.named_parameters() if (m := re.search(r"layer\.(\d+)\.", n))}
+    )
+    n_layers = len(layer_ids)
+    if freeze is None:
+        freeze = max(0, n_layers - (keep_top if keep_top is not None else 2))
+    freeze = min(freeze, n_layers)
+    for name, p in encoder.named_parameters():
+        m = re.search(r"layer\.(\d+)\.", name)
+        # the embeddings sit below layer 0: fixed whenever any layer is
+        if (freeze > 0 and "embeddings" in name) or (m and int(m.group(1)) < freeze):
+            p.requires_grad_(False)
+    return freeze
+
+
+def check_out(out: Path) -> None:
+    """Refuse an --out that exists and is not a model folder (nothing of the user's is replaced)."""
+    if out.exists():
+        if not out.is_dir():
+            raise OutputError(f"--out {out} is a file; pass a new folder (or a model folder to replace)")
+        if any(out.iterdir()) and not any((out / m).is_file() for m in MODEL_MARKERS):
+            raise OutputError(
+                f"--out {out} is a folder that is not a GLiNER/GLiREL model: refusing to replace it. "
+                "To fix: pass a new folder, or an empty one"
+            )
+
+
+@contextmanager
+def written_aside(out: Path) -> Iterator[Path]:
+    """A hidden folder beside `out` to write into; on success it replaces `out`, else it is removed."""
+    check_out(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(out)
+    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    # `kill` (SIGTERM) as well as Ctrl-C unwinds through the clean-up below
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if on_main else None
+    try:
+        yield tmp
+        old = None
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{os.getpid()}"
+            out.rename(old)
+        tmp.rename(out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if on_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _remove_stale(out: Path) -> None:
+    """Folders written aside by runs killed without clean-up (SIGKILL, power loss)."""
+    for p in out.parent.glob(f".{out.name}.partial-*"):
+        pid = p.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(p, ignore_errors=True)
+        except PermissionError:  # another user's live process
+            pass
+
+
+@contextmanager
+def oom_hint(batch_size: int) -> Iterator[None]:
+    """CUDA out of memory -> a ConfigError that suggests a smaller batch size."""
+    import torch
+
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError as exc:
+        raise ConfigError(
+            f"the GPU ran out of memory with --batch-size {batch_size}: pass a smaller --batch-size "
+            f"(e.g. {max(1, batch_size // 2)}), or --device cpu"
+        ) from exc
+
+
+def batches(examples: Sequence[Example], batch_size: int, rng: random.Random) -> Iterator[list[Example]]:
+    """Endless shuffled batches, one pass after another."""
+    order = list(range(len(examples)))
+    while True:
+        rng.shuffle(order)
+        for i in range(0, len(order), batch_size):
+            chunk = [examples[j] for j in order[i : i + batch_size]]
+            if chunk:
+                yield chunk
+
+
+def train_loop(
+    model: Trainable,
+    train: Sequence[Example],
+    dev: Sequence[Example] | None,
+    settings: TrainSettings,
+    *,
+    desc: str,
+    on_eval: Callable[[int, float], None] | None = None,
+) -> TrainResult:
+    """Train `model` in place; at the end it holds the checkpoint with the best eval F1 (or the last)."""
+    import torch
+    from tqdm import tqdm
+    from transformers import get_linear_schedule_with_warmup
+
+    if not train:
+        raise ConfigError("no training examples; pass a --data file with labelled examples")
+    seed_everything(settings.seed)
+    rng = random.Random(settings.seed)
+    per_epoch = max(1, -(-len(train) // settings.batch_size))
+    total = max(1, round(settings.epochs * per_epoch))
+    if settings.max_steps:
+        total = min(total, settings.max_steps)
+    every = settings.eval_every or per_epoch
+    head_lr = settings.head_lr if settings.head_lr is not None else 20 * settings.lr
+    optimizer = torch.optim.AdamW(model.parameters_for(settings.lr, head_lr), weight_decay=0.01)
+    schedule = get_linear_schedule_with_warmup(optimizer, int(settings.warmup * total), total)
+    best_f1, best_step, best_state = None, 0, None
+    history: list[dict[str, float]] = []
+    start = time.perf_counter()
+    loss_value = float("nan")
+    smooth = None
+    stream = batches(train, settings.batch_size, rng)
+    bar = tqdm(range(1, total + 1), desc=desc, disable=not settings.progress, unit="step")
+    with oom_hint(settings.batch_size):
+        for step in bar:
+            model.train(True)
+            loss = model.loss(next(stream))
+            optimizer.zero_grad()
+            if loss.requires_grad:  # a batch with nothing to learn from gives a constant 0
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], 10.0)
+                optimizer.step()
+            schedule.step()
+            loss_value = float(loss.detach())
+            smooth = loss_value if smooth is None else 0.9 * smooth + 0.1 * loss_value
+            bar.set_postfix(loss=f"{smooth:.3f}", **({"eval_f1": f"{best_f1:.3f}"} if best_f1 is not None else {}))
+            if dev and (step % every == 0 or step == total):
+                model.train(False)
+                f1 = model.f1(dev)
+                history.append({"step": step, "loss": smooth, "eval_f1": f1})
+                log.info("%s step %d: loss %.3f, eval F1 %.3f", desc, step, smooth, f1)
+                if on_eval:
+                    on_eval(step, f1)
+                if best_f1 is None or f1 > best_f1:
+                    best_f1, best_step = f1, step
+                    best_state = copy.deepcopy(model.state())
+    bar.close()
+    if best_state is not None and best_step != total:
+        model.load_state(best_state)
+    model.train(False)
+    threshold = None
+    if dev:  # a short run's scores can sit below 0.5: pick the threshold on the eval set too
+        by_threshold = {t: model.f1(dev, t) for t in THRESHOLDS}
+        threshold = max(by_threshold, key=lambda t: (by_threshold[t], t))
+        best_f1 = by_threshold[threshold]
+        log.info("%s: eval F1 by threshold %s; chosen %.1f", desc, by_threshold, threshold)
+    return TrainResult(
+        threshold=threshold,
+        steps=total,
+        seconds=time.perf_counter() - start,
+        best_f1=best_f1,
+        best_step=best_step or total,
+        final_loss=loss_value,
+        history=history,
+    )

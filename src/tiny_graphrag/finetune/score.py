@@ -1,0 +1,98 @@
+"""Micro precision/recall/F1 with 95% bootstrap intervals: the one scorer of `models evaluate` and bench.
+
+Entities count as found when span and type match exactly; relations when head span, tail span and
+label match. Counts are summed over examples (micro); the interval resamples examples with
+replacement (percentile bootstrap, fixed seed), so it reflects how much the score depends on
+which examples were drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from tiny_graphrag.finetune.data import Example
+
+BOOTSTRAP_SAMPLES = 1000
+
+
+@dataclass(frozen=True)
+class Score:
+    precision: float
+    recall: float
+    f1: float
+    tp: int
+    predicted: int
+    gold: int
+    f1_low: float  # 95% bootstrap interval of f1
+    f1_high: float
+    examples: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+    def line(self) -> str:
+        return (
+            f"P {100 * self.precision:.1f}  R {100 * self.recall:.1f}  F1 {100 * self.f1:.1f} "
+            f"[95% {100 * self.f1_low:.1f}-{100 * self.f1_high:.1f}]  "
+            f"({self.tp} correct of {self.predicted} predicted, {self.gold} gold, {self.examples} examples)"
+        )
+
+
+def prf(tp: float, predicted: float, gold: float) -> tuple[float, float, float]:
+    p = tp / predicted if predicted else 0.0
+    r = tp / gold if gold else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def counts(predicted: Sequence[Iterable[Hashable]], gold: Sequence[Iterable[Hashable]]) -> np.ndarray:
+    """[tp, predicted, gold] per example (duplicates count once)."""
+    if len(predicted) != len(gold):
+        raise ValueError(f"{len(predicted)} predictions for {len(gold)} examples")
+    rows = []
+    for p, g in zip(predicted, gold):
+        ps, gs = set(p), set(g)
+        rows.append((len(ps & gs), len(ps), len(gs)))
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 3)
+
+
+def score_counts(table: np.ndarray, *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> Score:
+    tp, n_pred, n_gold = (int(x) for x in table.sum(axis=0)) if len(table) else (0, 0, 0)
+    p, r, f = prf(tp, n_pred, n_gold)
+    low = high = f
+    if len(table) > 1 and samples:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, len(table), size=(samples, len(table)))
+        sums = table[idx].sum(axis=1)  # (samples, 3)
+        sp = np.divide(sums[:, 0], sums[:, 1], out=np.zeros(samples), where=sums[:, 1] > 0)
+        sr = np.divide(sums[:, 0], sums[:, 2], out=np.zeros(samples), where=sums[:, 2] > 0)
+        sf = np.divide(2 * sp * sr, sp + sr, out=np.zeros(samples), where=(sp + sr) > 0)
+        low, high = (float(x) for x in np.percentile(sf, [2.5, 97.5]))
+    return Score(p, r, f, tp, n_pred, n_gold, low, high, len(table))
+
+
+def score(predicted: Sequence[Iterable[Hashable]], gold: Sequence[Iterable[Hashable]], **kw: int) -> Score:
+    """Micro P/R/F1 of predicted vs gold item sets, one set per example."""
+    return score_counts(counts(predicted, gold), **kw)
+
+
+def entity_items(ex: Example) -> set[tuple[int, int, str]]:
+    return {(e.first, e.last, e.label) for e in ex.entities}
+
+
+def relation_items(ex: Example) -> set[tuple[int, int, int, int, str]]:
+    items = set()
+    for r in ex.relations:
+        h, t = ex.entities[r.head], ex.entities[r.tail]
+        items.add((h.first, h.last, t.first, t.last, r.label))
+    return items
+
+
+def score_entities(predicted: Sequence[Example], gold: Sequence[Example]) -> Score:
+    return score([entity_items(p) for p in predicted], [entity_items(g) for g in gold])
+
+
+def score_relations(predicted: Sequence[Example], gold: Sequence[Example]) -> Score:
+    return score([relation_items(p) for p in predicted], [relation_items(g) for g in gold])

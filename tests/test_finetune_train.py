@@ -1,0 +1,237 @@
+"""Real (short) training runs of tiny GLiNER/GLiREL models, the CLI commands, and bad input."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+
+import pytest
+
+from tiny_graphrag.errors import InputError, OutputError
+from tiny_graphrag.finetune import loop
+from tiny_graphrag.finetune.data import from_friendly, read_examples, write_jsonl
+from tiny_graphrag.finetune.gliner import evaluate_gliner, finetune_gliner
+from tiny_graphrag.finetune.glirel import evaluate_glirel, finetune_glirel
+from tiny_graphrag.finetune.labels import trained_labels
+from tiny_graphrag.finetune.loop import TrainSettings
+
+pytest.importorskip("gliner")
+pytest.importorskip("glirel")
+
+PEOPLE = ["Barack Obama", "Angela Merkel", "Marie Curie", "John Smith", "Ada Lovelace", "Alan Turing", "Li Wei"]
+ORGS = ["Harvard", "Google", "Siemens", "Oxford University", "Acme Corp", "NASA"]
+PLACES = ["Hawaii", "Berlin", "Paris", "London", "Chicago", "Tokyo"]
+# (template, relations between the slots in order of appearance)
+TEMPLATES = [
+    ("{p} works at {o} in {l} .", [(0, 1, "works for"), (1, 2, "located in")]),
+    ("{p} was born in {l} .", [(0, 1, "born in")]),
+    ("{p} studied at {o} .", [(0, 1, "educated at")]),
+    ("{o} is based in {l} .", [(0, 1, "located in")]),
+]
+LABEL = {"p": "person", "o": "organization", "l": "location"}
+
+
+def template_record(rng: random.Random) -> dict:
+    template, rels = rng.choice(TEMPLATES)
+    text, ents = "", []
+    for piece in template.split():
+        if piece.startswith("{"):
+            kind = piece[1]
+            value = rng.choice({"p": PEOPLE, "o": ORGS, "l": PLACES}[kind])
+            start = len(text)
+            text += value + " "
+            ents.append({"start": start, "end": start + len(value), "label": LABEL[kind]})
+        else:
+            text += piece + " "
+    return {
+        "text": text.strip(),
+        "entities": ents,
+        "relations": [{"head": h, "tail": t, "label": r} for h, t, r in rels],
+    }
+
+
+def template_file(path, n: int, seed: int):
+    rng = random.Random(seed)
+    return write_jsonl(path, (template_record(rng) for _ in range(n)))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("data")
+    return {
+        "train": template_file(d / "train.jsonl", 200, 1),
+        "dev": template_file(d / "dev.jsonl", 24, 2),
+        "test": template_file(d / "test.jsonl", 40, 3),
+    }
+
+
+def _settings(**kw) -> TrainSettings:
+    base = dict(
+        epochs=1000, max_steps=150, batch_size=8, lr=3e-3, head_lr=3e-3, freeze_layers=0, eval_every=75, warmup=0.0
+    )
+    base.update(kw)
+    return TrainSettings(progress=False, **base)
+
+
+@pytest.mark.slow
+def test_training_tiny_gliner_improves_entity_f1_and_is_reproducible(tiny_models_dir, data, tmp_path):
+    base = tiny_models_dir / "tiny-gliner"
+    test = read_examples(data["test"])
+    before = evaluate_gliner(base, test).f1
+    result = finetune_gliner(
+        base, read_examples(data["train"]), read_examples(data["dev"]), tmp_path / "g", _settings()
+    )
+    after = evaluate_gliner(tmp_path / "g", test)
+    assert after.f1 > before + 0.3, (before, after)
+    assert result.best_f1 is not None and len(result.history) == 2
+    assert trained_labels(tmp_path / "g") == ["location", "organization", "person"]
+    # the same seed and data give the same model
+    finetune_gliner(
+        base, read_examples(data["train"]), read_examples(data["dev"]), tmp_path / "g2", _settings(max_steps=10)
+    )
+    finetune_gliner(
+        base, read_examples(data["train"]), read_examples(data["dev"]), tmp_path / "g3", _settings(max_steps=10)
+    )
+    assert evaluate_gliner(tmp_path / "g2", test) == evaluate_gliner(tmp_path / "g3", test)
+
+
+@pytest.mark.slow
+def test_training_tiny_glirel_improves_relation_f1(tiny_models_dir, data, tmp_path):
+    base = tiny_models_dir / "tiny-glirel"
+    test = read_examples(data["test"])
+    before = evaluate_glirel(base, test).f1
+    finetune_glirel(base, read_examples(data["train"]), read_examples(data["dev"]), tmp_path / "r", _settings())
+    after = evaluate_glirel(tmp_path / "r", test)
+    assert after.f1 > before + 0.3, (before, after)
+    assert (tmp_path / "r" / "backbone" / "config.json").is_file()  # loads after a move
+    moved = tmp_path / "elsewhere"
+    (tmp_path / "r").rename(moved)
+    assert evaluate_glirel(moved, test) == after
+
+
+def test_cli_finetune_and_evaluate_in_process(tiny_models_dir, data, tmp_path, capsys):
+    from tiny_graphrag.cli import main
+
+    out = tmp_path / "cli-model"
+    base = str(tiny_models_dir / "tiny-gliner")
+    argv = ["models", "finetune", "gliner", "--base", base, "--data", str(data["train"]), "--eval", str(data["dev"])]
+    assert main([*argv, "--out", str(out), "--max-steps", "4", "--batch-size", "4", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["steps"] == 4 and summary["best_eval_f1"] is not None and (out / "gliner_config.json").is_file()
+    assert main(["models", "evaluate", "gliner", "--model", str(out), "--data", str(data["test"])]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("entities: P ") and "F1" in printed and "[95% " in printed
+    # a relation model, evaluated on relations given the gold entities
+    rel_out = tmp_path / "cli-rel"
+    base = str(tiny_models_dir / "tiny-glirel")
+    assert (
+        main(
+            [
+                "models",
+                "finetune",
+                "glirel",
+                "--base",
+                base,
+                "--data",
+                str(data["train"]),
+                "--out",
+                str(rel_out),
+                "--max-steps",
+                "3",
+            ]
+        )
+        == 0
+    )
+    assert main(["models", "evaluate", "glirel", "--model", str(rel_out), "--data", str(data["test"]), "--json"]) == 0
+    capsys.readouterr()
+    # bad input through the CLI: an error line naming file:line, exit status 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "a b", "entities": [{"start": 0, "end": 1}]}\n', encoding="utf-8")
+    assert (
+        main(["models", "finetune", "gliner", "--base", str(out), "--data", str(bad), "--out", str(tmp_path / "x")])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert f"{bad}:1" in err and "entities[0].label" in err
+
+
+def test_out_onto_a_folder_that_is_not_a_model_is_refused(tiny_models_dir, data, tmp_path):
+    mine = tmp_path / "my-notes"
+    mine.mkdir()
+    (mine / "todo.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(OutputError, match="not a GLiNER/GLiREL model"):
+        finetune_gliner(
+            tiny_models_dir / "tiny-gliner", read_examples(data["train"]), None, mine, _settings(max_steps=1)
+        )
+    assert (mine / "todo.txt").read_text(encoding="utf-8") == "keep me"
+
+
+def test_an_interrupted_training_leaves_no_model_folder(tiny_models_dir, data, tmp_path, monkeypatch):
+    real = loop.batches
+
+    def interrupted(*args, **kwargs):
+        stream = real(*args, **kwargs)
+        yield next(stream)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop, "batches", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        finetune_gliner(
+            tiny_models_dir / "tiny-gliner", read_examples(data["train"]), None, tmp_path / "m", _settings(max_steps=5)
+        )
+    assert list(tmp_path.iterdir()) == []  # neither the model folder nor the one written aside
+
+
+def test_evaluation_data_without_a_label_in_common_is_refused(tiny_models_dir, data, tmp_path):
+    out = tmp_path / "m"
+    finetune_gliner(tiny_models_dir / "tiny-gliner", read_examples(data["train"]), None, out, _settings(max_steps=1))
+    other = write_jsonl(
+        tmp_path / "other.jsonl",
+        [{"text": "aspirin eases pain", "entities": [{"start": 0, "end": 7, "label": "drug"}]}],
+    )
+    with pytest.raises(InputError, match="no entity label in common"):
+        evaluate_gliner(out, read_examples(other))
+    assert evaluate_gliner(out, read_examples(other), zero_shot=True).gold == 1  # scored when asked
+
+
+def test_schema_label_the_model_never_saw_warns_zero_shot(tiny_models_dir, data, tmp_path, caplog):
+    from _tiny_models import tiny_config
+
+    from tiny_graphrag.extract.gliner import GlinerGlirelExtractor
+    from tiny_graphrag.schema import Schema
+
+    out = tiny_models_dir / "tuned-gliner"
+    finetune_gliner(tiny_models_dir / "tiny-gliner", read_examples(data["train"]), None, out, _settings(max_steps=1))
+    schema = Schema.from_dict({"entity_types": ["Person", "Drug"], "relation_types": {}})
+    with caplog.at_level(logging.WARNING):
+        GlinerGlirelExtractor(schema, tiny_config(gliner_model="tuned-gliner"), models_dir=tiny_models_dir)
+    warned = [r.getMessage() for r in caplog.records if "zero-shot" in r.getMessage()]
+    assert len(warned) == 1 and "'Drug'" in warned[0] and "'Person'" not in warned[0]  # case is ignored
+
+
+def test_friendly_examples_convert_like_the_extractor_reads(data):
+    ex = from_friendly(template_record(random.Random(0)))
+    assert all(" " not in t for t in ex.tokens)
+
+
+def test_killed_training_leaves_no_folder_and_stale_ones_are_cleaned(tiny_models_dir, data, tmp_path, monkeypatch):
+    import os
+    import signal
+
+    real = loop.batches
+
+    def killed(*args, **kwargs):
+        stream = real(*args, **kwargs)
+        yield next(stream)
+        os.kill(os.getpid(), signal.SIGTERM)  # `kill PID`: unwinds like Ctrl-C
+        yield next(stream)
+
+    stale = tmp_path / ".m.partial-999999999"  # left by a run killed with SIGKILL
+    stale.mkdir()
+    monkeypatch.setattr(loop, "batches", killed)
+    with pytest.raises(KeyboardInterrupt):
+        finetune_gliner(
+            tiny_models_dir / "tiny-gliner", read_examples(data["train"]), None, tmp_path / "m", _settings(max_steps=5)
+        )
+    assert list(tmp_path.iterdir()) == []
