@@ -213,7 +213,9 @@ def test_a_file_named_cache_beside_out_is_left_alone(work, capsys):
     assert (work / "graphs" / ".cache").read_text() == "someone's file"
 
 
-@pytest.mark.parametrize("blocker", ["file", "folder-at-database", "read-only"])
+# (A read-only folder takes the same path as a folder at the database; root, as CI runs, writes
+# into read-only folders, so that case could only be skipped here.)
+@pytest.mark.parametrize("blocker", ["file", "folder-at-database"])
 def test_an_unusable_cache_folder_is_a_clear_error_and_leaves_no_staging(work, capsys, blocker):
     cache = work / "graphs" / ".idx.cache"
     cache.parent.mkdir()
@@ -221,16 +223,7 @@ def test_an_unusable_cache_folder_is_a_clear_error_and_leaves_no_staging(work, c
         cache.write_text("someone's file")
     elif blocker == "folder-at-database":
         (cache / "calls.sqlite").mkdir(parents=True)  # sqlite cannot open it: like a file it may not write
-    else:
-        if os.geteuid() == 0:
-            pytest.skip("root writes into read-only folders")
-        cache.mkdir()
-        cache.chmod(0o555)
-    try:
-        assert main(["build", "a.txt", "--out", "graphs/idx", *BUILD]) == 2
-    finally:
-        if cache.is_dir():
-            cache.chmod(0o755)
+    assert main(["build", "a.txt", "--out", "graphs/idx", *BUILD]) == 2
     line = error_line(capsys)
     assert str(cache) in line and "To fix" in line
     assert sorted(p.name for p in (work / "graphs").iterdir()) == [".idx.cache"]  # no staging, no index
