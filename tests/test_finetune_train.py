@@ -235,3 +235,13 @@ def test_killed_training_leaves_no_folder_and_stale_ones_are_cleaned(tiny_models
             tiny_models_dir / "tiny-gliner", read_examples(data["train"]), None, tmp_path / "m", _settings(max_steps=5)
         )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_min_steps_give_a_few_examples_more_passes_and_max_steps_caps(tiny_models_dir, data, tmp_path):
+    train = read_examples(data["train"])[:4]
+    one_pass = TrainSettings(epochs=1, batch_size=4, min_steps=5, progress=False)
+    assert finetune_gliner(tiny_models_dir / "tiny-gliner", train, None, tmp_path / "a", one_pass).steps == 5
+    capped = TrainSettings(epochs=1, batch_size=4, min_steps=5, max_steps=3, progress=False)
+    assert finetune_gliner(tiny_models_dir / "tiny-gliner", train, None, tmp_path / "b", capped).steps == 3
+    enough = TrainSettings(epochs=3, batch_size=2, min_steps=0, progress=False)
+    assert finetune_gliner(tiny_models_dir / "tiny-gliner", train, None, tmp_path / "c", enough).steps == 6

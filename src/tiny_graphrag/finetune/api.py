@@ -53,7 +53,8 @@ def finetune(
     eval_data: str | os.PathLike[str] | None = None,
     epochs: float = 3.0,
     batch_size: int = 8,
-    lr: float = 5e-5,
+    lr: float = 1e-4,
+    min_steps: int = 200,
     max_steps: int | None = None,
     freeze_layers: int | None = None,
     device: str = "cpu",
@@ -63,8 +64,8 @@ def finetune(
 ) -> dict[str, Any]:
     """Fine-tune GLiNER (kind 'gliner') or GLiREL ('glirel') from `base` on the examples in `data`;
     the best checkpoint on `eval_data` (else the last) is written to `out`. Returns a summary."""
-    if batch_size < 1 or epochs <= 0 or lr <= 0:
-        raise ConfigError("--batch-size, --epochs and --lr must be positive")
+    if batch_size < 1 or epochs <= 0 or lr <= 0 or min_steps < 0:
+        raise ConfigError("--batch-size, --epochs and --lr must be positive (--min-steps 0 or more)")
     base_dir = resolve(base, _kind(kind), models_dir)
     train = read_examples(data)
     dev = read_examples(eval_data) if eval_data else None
@@ -72,6 +73,7 @@ def finetune(
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
+        min_steps=min_steps,
         max_steps=max_steps,
         freeze_layers=freeze_layers,
         device=device,

@@ -30,9 +30,14 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, object]) -> None
     f.add_argument(
         "--out", required=True, type=Path, help="the new model folder (an existing model folder is replaced)"
     )
-    f.add_argument("--epochs", type=float, default=3.0, help="passes over the training data")
+    f.add_argument(
+        "--epochs", type=float, default=3.0, help="passes over the training data (more when --min-steps needs them)"
+    )
     f.add_argument("--batch-size", type=int, default=8, help="examples per step (lower it if memory runs out)")
-    f.add_argument("--lr", type=float, default=5e-5, help="learning rate of the encoder; the layers on top use 20x")
+    f.add_argument("--lr", type=float, default=1e-4, help="learning rate of the encoder; the layers on top use 30x")
+    f.add_argument(
+        "--min-steps", type=int, default=200, help="train at least this many steps, however few the examples"
+    )
     f.add_argument("--max-steps", type=int, help="stop after this many steps")
     f.add_argument("--freeze-layers", type=int, help="encoder layers kept fixed from the bottom (default: all but 2)")
     f.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N or mps")
@@ -65,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
             epochs=args.epochs,
             batch_size=args.batch_size,
             lr=args.lr,
+            min_steps=args.min_steps,
             max_steps=args.max_steps,
             freeze_layers=args.freeze_layers,
             device=args.device,

@@ -122,8 +122,9 @@ def in_domain(ex: Example) -> bool:
 
 
 def splits() -> dict[str, list[Example]]:
-    """train/dev/test (held-out types removed), domain_pool (train sentences of the domain, fully
-    labelled) and domain_test (test sentences of the domain, fully labelled)."""
+    """train/dev/test (held-out types removed), and the domain's sentences fully labelled:
+    domain_pool (from train: what fine-tuning learns from), domain_dev (settings are chosen on it) and
+    domain_test (reported only)."""
     docs, rel_info = load_documents()
     part = split_documents(
         docs, RECIPE["split"]["seed"], RECIPE["split"]["dev_documents"], RECIPE["split"]["test_documents"]
@@ -133,6 +134,7 @@ def splits() -> dict[str, list[Example]]:
     pool = [ex for ex in full["train"] if in_domain(ex)]
     random.Random(RECIPE["split"]["seed"]).shuffle(pool)  # nested prefixes for the adaptation curve
     out["domain_pool"] = pool
+    out["domain_dev"] = [ex for ex in full["dev"] if in_domain(ex)]
     out["domain_test"] = [ex for ex in full["test"] if in_domain(ex)]
     return out
 
