@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tiny_graphrag.cli.parser import build_parser
-from tiny_graphrag.config import BuildConfig
+from tiny_graphrag.config import BuildConfig, DocumentsConfig
 from tiny_graphrag.errors import ConfigError, InputError, OutputError, TinyGraphRAGError
 from tiny_graphrag.outputs.info import index_info
 
@@ -78,6 +78,7 @@ def _build(args) -> None:
         communities=com,
         reports=not args.no_reports,
         tree=replace(cfg.tree, enabled=args.tree),
+        documents=DocumentsConfig(tuple(args.text_column or ()), args.title_column),
         models_dir=args.models_dir,
         **({"embedder_model": args.embedder} if args.embedder else {}),
     )

@@ -55,8 +55,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tiny-graphrag", description="A small, fully local GraphRAG.", **kw)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    b = sub.add_parser("build", help="build an index from .txt/.md files or directories", **kw)
-    b.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
+    b = sub.add_parser("build", help="build an index from document files or directories", **kw)
+    b.add_argument(
+        "inputs",
+        nargs="+",
+        type=Path,
+        help="files or directories: text/Markdown, PDF, DOCX, HTML, e-mail (.eml, .mbox), tables (CSV, JSON "
+        "Lines, JSON, Parquet: one document per row); PDF/DOCX/HTML need `pip install 'tiny-graphrag[documents]'`",
+    )
+    b.add_argument(
+        "--text-column",
+        action="append",
+        help="a table's text column (repeatable: joined in order; default: the column 'text')",
+    )
+    b.add_argument("--title-column", help="a table's column that titles each row (others are kept as metadata)")
     b.add_argument(
         "--out",
         required=True,
@@ -155,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)
-    a.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
+    a.add_argument("inputs", nargs="+", type=Path, help="document files or directories of them (as for build)")
     r = sub.add_parser("remove", help="remove documents from an index", **kw)
     r.add_argument("documents", nargs="+", help="document ids or the paths they were indexed from (see info)")
     for update in (a, r):

@@ -37,7 +37,9 @@ DATABASE = "index.sqlite"
 VECTORS = "vectors"
 
 _SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS documents (id TEXT PRIMARY KEY, source TEXT NOT NULL, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, source TEXT NOT NULL, text TEXT NOT NULL,
+    info TEXT);                         -- JSON: units (pages, rows), metadata, file sha256; NULL for plain text
 CREATE TABLE IF NOT EXISTS chunks (
     sid INTEGER PRIMARY KEY,            -- short source id, cited as [Data: Sources (sid)]
     id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL REFERENCES documents(id),
@@ -54,6 +56,11 @@ CREATE TABLE IF NOT EXISTS tree_nodes (id TEXT PRIMARY KEY, layer INTEGER NOT NU
 """
 
 _FTS_TOKEN = re.compile(r"\w+")
+
+
+def _info(d: Document) -> str | None:
+    info = {"units": [list(u) for u in d.units], "metadata": dict(d.metadata), "sha256": d.file_sha256}
+    return json.dumps({k: v for k, v in info.items() if v}, ensure_ascii=False) if any(info.values()) else None
 
 
 class IndexStore:
@@ -146,8 +153,8 @@ class IndexStore:
     def add_documents(self, docs: Iterable[Document]) -> None:
         with self._db:
             self._db.executemany(
-                "INSERT OR IGNORE INTO documents (id, source, text) VALUES (?, ?, ?)",
-                [(d.id, d.source, d.text) for d in docs],
+                "INSERT OR IGNORE INTO documents (id, source, text, info) VALUES (?, ?, ?, ?)",
+                [(d.id, d.source, d.text, _info(d)) for d in docs],
             )
 
     def add_chunks(self, chunks: Sequence[Chunk]) -> None:
@@ -168,19 +175,14 @@ class IndexStore:
 
     @staticmethod
     def _document(r: sqlite3.Row) -> Document:
-        return Document(id=r["id"], text=r["text"], source=r["source"])
+        # An index written before documents had units has no info column: plain documents.
+        info = json.loads(r["info"]) if "info" in r.keys() and r["info"] else {}
+        units = tuple((label, at) for label, at in info.get("units", ()))
+        return Document(r["id"], r["text"], r["source"], units, info.get("metadata", {}), info.get("sha256", ""))
 
     @staticmethod
     def _chunk(r: sqlite3.Row) -> Chunk:
-        return Chunk(
-            id=r["id"],
-            doc_id=r["doc_id"],
-            index=r["idx"],
-            text=r["text"],
-            start=r["start"],
-            end=r["end"],
-            n_tokens=r["n_tokens"],
-        )
+        return Chunk(r["id"], r["doc_id"], r["idx"], r["text"], r["start"], r["end"], r["n_tokens"])
 
     def documents(self) -> list[Document]:
         return [self._document(r) for r in self._db.execute("SELECT * FROM documents ORDER BY rowid")]
