@@ -231,7 +231,7 @@ def _print_citations(result) -> None:
     src = result.sources
     label = {  # kind -> id -> what to print for it
         "sources": {
-            c.id: f'{Path(c.source).name or c.doc_id} chars {c.start}-{c.end}: "{_snippet(c.text)}"' for c in src.chunks
+            c.id: f'{c.location}{f" ({c.about})" if c.about else ""}: "{_snippet(c.text)}"' for c in src.chunks
         },
         "reports": {r.id: r.label(result.details.get("summaries")) for r in src.reports},
         "entities": {e.id: f"{e.name} ({e.type})" for e in src.entities},

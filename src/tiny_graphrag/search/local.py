@@ -52,18 +52,20 @@ def search_local(
             for c in cand.communities
             if c in index.reports_by_community
         ]
+        chunks = index.store.chunks_by_id(chunk_ids)
         built = build_local_context(
             graph=index.graph,
             entities=[k for k, _ in cand.entities],
             relationships=list(cand.relationships),
             reports=reports,
-            chunks=index.store.chunks_by_id(chunk_ids),
+            chunks=chunks,
             sid_of=index.sid_of,
             budget=room,
             config=config,
             count=run.counter,
             # A co-occurrence graph's "related to" rows only repeat that names share a sentence.
             omit_relations={index.cooccurrence_relation} - {None},
+            places=index.places(chunks),
         )
         built = dataclasses.replace(built, sources=nested_sources(built.sources, index.store, index.graph_index))
     nodes = index.graph.nodes

@@ -20,7 +20,8 @@ def search_naive(
         ranked = index.hybrid.rank(run.query, qvec)
     with run.timer("context"):
         ids = ranked.ids("fused")[: config.top_chunks] if ranked.relevant(config.min_similarity) else []
-        built = build_naive_context(index.store.chunks_by_id(ids), index.sid_of, room, run.counter)
+        chunks = index.store.chunks_by_id(ids)
+        built = build_naive_context(chunks, index.sid_of, room, run.counter, index.places(chunks))
     run.details.update(
         section_tokens=dict(built.section_tokens),
         ranking={"dense": ranked.dense[:10], "keyword": ranked.keyword[:10], "fused": ranked.fused[:10]},
