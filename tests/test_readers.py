@@ -33,6 +33,12 @@ def test_pdf_pages_are_units_and_metadata_is_kept(tmp_path):
     at = doc.text.index("Charles Babbage")
     assert doc.unit_at(at) == ("p. 2", doc.units[1][1])
     assert doc.unit_at(doc.units[1][1] - 1, doc.units[2][1] + 3)[0] == "p. 1 to p. 3"
+    chunks = chunk_document(doc, ChunkingConfig(max_tokens=256, overlap_tokens=32))  # room for all: one per page
+    assert [c.text for c in chunks] == PAGES and [doc.unit_at(c.start, c.end)[0] for c in chunks] == [
+        "p. 1",
+        "p. 2",
+        "p. 3",
+    ]
 
 
 def test_docx_paragraphs_headings_and_tables(tmp_path):

@@ -195,7 +195,7 @@ def _query(args) -> None:
     }.get(args.mode, {})
     stream = args.stream and not args.json and not args.only_context
     result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
-    if args.show_context or args.only_context:
+    if (args.show_context or args.only_context) and not args.json:  # --json holds the context
         print("----- context -----")
         print(result.context)
         if args.only_context:
