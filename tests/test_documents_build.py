@@ -15,6 +15,7 @@ from tiny_graphrag import load_index
 from tiny_graphrag.build import readers
 from tiny_graphrag.cli import main
 from tiny_graphrag.cli.commands import _print_citations
+from tiny_graphrag.errors import InputError
 from tiny_graphrag.outputs.notebook import search_result_html
 from tiny_graphrag.outputs.parquet import graphrag_rows
 from tiny_graphrag.outputs.view import view_html
@@ -43,7 +44,11 @@ def corpus(tmp_path_factory):
         "Mon, 1 Mar 2021 10:00:00 +0000",
         "Linus Torvalds visited Helsinki.",
     )
-    write_csv(docs / "records.csv", [{"text": "Katherine Johnson worked at NASA in Virginia.", "year": 1961}])
+    rows = [
+        {"text": "Katherine Johnson worked at NASA in Virginia.", "year": 1961},
+        {"text": "Margaret Hamilton wrote the Apollo software for NASA at MIT.", "year": 1969},
+    ]
+    write_csv(docs / "records.csv", rows)
     code = main(
         ["build", str(docs), "--out", str(work / "idx"), "--extractor", "spacy", "--no-reports", "--max-tokens", "64"]
     )
@@ -66,7 +71,7 @@ def answers(corpus):
 def test_every_format_is_indexed(corpus):
     store = load_index(corpus / "idx")
     names = sorted(d.source.rsplit("/", 1)[-1] for d in store.documents())
-    assert names == ["annual-report.pdf", "memo.docx", "note.eml", "page.html", "records.csv"]
+    assert names == ["annual-report.pdf", "memo.docx", "note.eml", "page.html", "records.csv", "records.csv"]
     pdf = next(d for d in store.documents() if d.source.endswith(".pdf"))
     assert [u for u, _ in pdf.units] == ["p. 1", "p. 2", "p. 3"] and pdf.metadata["author"] == "Ann Analyst"
 
@@ -102,6 +107,27 @@ def test_view_and_export_say_the_page(corpus):
     assert [u["unit"] for u in meta["units"]] == ["p. 1", "p. 2", "p. 3"] and meta["author"] == "Ann Analyst"
     babbage = next(u["id"] for u in rows["text_units"] if "Babbage" in u["text"])
     assert meta["units"][1]["text_unit_ids"] == [babbage]
+
+
+def test_where_keeps_the_documents_with_that_metadata(corpus, capsys):
+    with QueryEngine(corpus / "idx", llm=FakeLLM(cite_babbage)) as qe:
+        rows = qe.naive_search("Who worked for NASA?", only_context=True, where={"year": 1969}).sources.chunks
+        assert [(c.location.split(",")[1], c.metadata["year"]) for c in rows] == [(" row 2", "1969")]
+        kept = qe.local_search(QUESTION, where={"title": "Annual report"})
+        assert {c.source.rsplit("/", 1)[-1] for c in kept.sources.chunks} == {"annual-report.pdf"}
+        assert kept.citations()["sources"]  # the Babbage page is still there to cite
+        none = qe.naive_search(QUESTION, only_context=True, where={"author": "Nobody"})
+        assert not none.sources.chunks and "no document has the metadata {'author': 'Nobody'}" in none.notes[0]
+        with pytest.raises(InputError, match=r"metadata key 'yeer' \(its documents' keys are \[.*'year'"):
+            qe.naive_search(QUESTION, where={"yeer": "1969"})
+    q = ["query", "naive", "NASA", "--index", str(corpus / "idx"), "--only-context", "--json", "--where", "year=1961"]
+    assert main(q) == 0
+    assert [c["location"][:21] for c in json.loads(capsys.readouterr().out)["sources"]["chunks"]] == [
+        "records.csv, row 1, c"
+    ]
+    with pytest.raises(SystemExit):  # argparse's own errors exit 2 with a usage line
+        main(q[:-1] + ["year"])
+    assert "--where: expected KEY=VALUE" in capsys.readouterr().err
 
 
 def test_an_unchanged_pdf_is_not_read_again_and_a_changed_one_is(corpus, monkeypatch):

@@ -177,6 +177,8 @@ def _query(args) -> None:
         raise InputError("--level and --over are only for global search")
     if args.strategy is not None and args.mode != "tree":
         raise InputError("--strategy is only for tree search")
+    if args.where and args.mode not in ("local", "naive"):
+        raise InputError("--where filters the text that local and naive search read; use one of those modes")
     config = SearchConfig(context_tokens=args.context_tokens)
     # The answer's own tokens plus the prompt's instructions must fit: below that, any query, even a
     # short one, would be refused as "too long" by the engine.
@@ -192,7 +194,7 @@ def _query(args) -> None:
     kwargs = {
         "global": {"level": args.level, "config": replace(config.global_, source=args.over or "auto")},
         "tree": {"strategy": args.strategy},
-    }.get(args.mode, {})
+    }.get(args.mode, {"where": dict(args.where)} if args.where else {})
     stream = args.stream and not args.json and not args.only_context
     result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
     if (args.show_context or args.only_context) and not args.json:  # --json holds the context

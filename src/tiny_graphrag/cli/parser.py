@@ -29,6 +29,13 @@ def _number(low: float, high: float = math.inf, kind: type = float):
     return parse
 
 
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. year=2021), got {text!r}")
+    return key.strip(), value.strip()
+
+
 def _device(text: str) -> str:
     if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", text):
         raise argparse.ArgumentTypeError(f"expected cpu, cuda, cuda:N or mps, got '{text}'")
@@ -197,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--show-context", action="store_true", help="print the context the model saw")
     q.add_argument("--only-context", action="store_true", help="build the context without calling the LLM")
+    q.add_argument(
+        "--where",
+        action="append",
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help="local/naive: read only documents with this metadata (repeatable: all must hold), e.g. year=2021",
+    )
     q.add_argument(
         "--stream",
         action="store_true",

@@ -41,12 +41,16 @@ def search_local(
     with run.timer("link"):
         linked = index.local.link(query, qvec, config)
     with run.timer("retrieve"):
-        cand = index.local.retrieve(query, qvec, config, fusion, linked=linked)
+        hybrid = index.hybrid.rank(query, qvec, fusion=fusion, where=run.where) if run.where else None
+        cand = index.local.retrieve(query, qvec, config, fusion, linked=linked, hybrid=hybrid)
     with run.timer("context"):
         if not cand.linked:
             run.notes.append("no entity in the graph matched the query: the context holds text chunks only")
         relevant = bool(cand.linked) or cand.hybrid.relevant(config.text_min_similarity)
         chunk_ids = [c for c, _ in cand.chunks[:50]] if relevant else []
+        if run.where:  # the graph's chunks too: only of the documents kept
+            allowed = index.store.chunk_ids_where(run.where)
+            chunk_ids = [c for c in chunk_ids if c in allowed]
         reports = [
             (index.globals.id_of[c], index.reports_by_community[c])
             for c in cand.communities

@@ -17,7 +17,7 @@ def search_naive(
     with run.timer("embed_query"):
         qvec = index.embed_query(run.query)
     with run.timer("retrieve"):
-        ranked = index.hybrid.rank(run.query, qvec)
+        ranked = index.hybrid.rank(run.query, qvec, where=run.where)
     with run.timer("context"):
         ids = ranked.ids("fused")[: config.top_chunks] if ranked.relevant(config.min_similarity) else []
         chunks = index.store.chunks_by_id(ids)
