@@ -71,7 +71,7 @@ def test_eml_and_mbox_one_document_per_message(tmp_path):
 def test_tables_one_document_per_row(tmp_path, fmt):
     rows = [
         {"id": 1, "headline": "Curie", "body": PAGES[0], "notes": "", "year": 2021},
-        {"id": 2, "headline": "Lovelace", "body": PAGES[1], "notes": "Engine", "year": 2022},
+        {"id": 2, "headline": "Lovelace", "body": PAGES[1], "notes": 'She wrote "Notes, on it".', "year": 2022},
     ]
     path = tmp_path / f"records.{fmt}"
     if fmt == "csv":
@@ -87,7 +87,7 @@ def test_tables_one_document_per_row(tmp_path, fmt):
         pq.write_table(pa.Table.from_pylist(rows), path)
     config = DocumentsConfig(text_columns=("body", "notes"), title_column="headline")
     docs = load_documents([path], config)
-    assert [d.text for d in docs] == [PAGES[0], PAGES[1] + "\n\nEngine"]  # text columns joined, blanks left out
+    assert [d.text for d in docs] == [PAGES[0], PAGES[1] + '\n\nShe wrote "Notes, on it".']  # joined, blanks left out
     assert [d.units for d in docs] == [(("row 1", 0),), (("row 2", 0),)]
     assert docs[1].metadata == {"id": "2", "year": "2022", "title": "Lovelace"}
 

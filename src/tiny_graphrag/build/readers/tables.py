@@ -22,11 +22,11 @@ from .text import decode
 
 def _csv_rows(path: Path, data: bytes) -> list[dict[str, Any]]:
     text = decode(data, path)
-    try:
-        dialect = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|")
+    try:  # only the delimiter is guessed: the sniffer's guesses of quoting cut quoted fields apart
+        delimiter = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|").delimiter
     except csv.Error:  # one column, or too little to tell: the standard comma
-        dialect = csv.excel
-    return list(csv.DictReader(io.StringIO(text, newline=""), dialect=dialect))
+        delimiter = ","
+    return list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
 
 
 def _json_rows(path: Path, data: bytes, lines: bool) -> list[Any]:
@@ -83,7 +83,7 @@ def table_documents(path: Path, rows: Iterable[Any], config: DocumentsConfig, no
         if not text.strip():
             empty += 1
             continue
-        meta = {str(k): str(v) for k, v in r.items() if k not in text_cols and v not in (None, "")}
+        meta = {str(k): str(v) for k, v in r.items() if k is not None and k not in text_cols and v not in (None, "")}
         if config.title_column and (title := meta.pop(config.title_column, "")):
             meta["title"] = title
         docs.append(new_document(text, str(path), units=[(f"row {n}", 0)], metadata=meta))
