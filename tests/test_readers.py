@@ -135,14 +135,16 @@ def test_corrupt_files_are_named_and_the_rest_is_built(tmp_path, caplog):
     (tmp_path / "bad.docx").write_bytes(b"PK\x03\x04 not really a zip")
     with zipfile.ZipFile(tmp_path / "broken.docx", "w") as z:  # a zip without Word's parts
         z.writestr("word/document.xml", "<not xml")
+    (tmp_path / "latin.txt").write_bytes("caf\u00e9".encode("latin-1"))  # a text file: the same rule
     with caplog.at_level(logging.ERROR):
         loaded = collect_documents([tmp_path])
     assert [d.source for d in loaded.documents] == [str(good)]
-    assert sorted(loaded.failed) == sorted(str(tmp_path / n) for n in ("bad.docx", "broken.docx", "cut.pdf"))
+    names = ("bad.docx", "broken.docx", "cut.pdf", "latin.txt")
+    assert sorted(loaded.failed) == sorted(str(tmp_path / n) for n in names)
     assert (
         "cut.pdf is not a readable PDF" in caplog.text and "broken.docx is not a readable Word document" in caplog.text
     )
-    assert "3 file(s) could not be read" in loaded.notes[-1]
+    assert "4 file(s) could not be read" in loaded.notes[-1] and "latin.txt is not valid UTF-8" in caplog.text
     with pytest.raises(InputError, match="cut.pdf is not a readable PDF.*repair"):  # alone: the build stops
         load_documents([tmp_path / "cut.pdf"])
 
@@ -178,3 +180,12 @@ def test_formats_not_read_get_one_line_by_extension(tmp_path, caplog):
         ".png (4: w.png, x.png, y.png, ...)" in line and ".pptx (1: deck.pptx)" in line and ".log (1: run.log)" in line
     )
     assert [r.getMessage() for r in caplog.records].count(line) == 1
+
+
+def test_sync_keeps_the_indexed_version_of_a_file_that_cannot_be_read_now():
+    from tiny_graphrag.build.sync import plan
+    from tiny_graphrag.records import new_document
+
+    old = [new_document(PAGES[0], "a.pdf"), new_document(PAGES[1], "b.txt")]
+    final = plan(old, [new_document(PAGES[2], "c.txt")], sync=True, unread=["a.pdf"])
+    assert [d.source for d in final.documents] == ["c.txt", "a.pdf"] and final.removed == (old[1].id,)

@@ -99,11 +99,8 @@ def collect_documents(
                 log.warning("skipping %s: same content as %s", doc.source, docs[doc.id].source)
             else:
                 docs[doc.id] = doc
-    for note in notes:  # the readers' warnings (pages without text, rows without text)
-        log.warning("%s", note)
     if skipped:
         notes.append(skipped_line(skipped))
-        log.warning("%s", notes[-1])
     if not docs:
         if len(failed) == 1:
             raise InputError(next(iter(failed.values())))
@@ -113,6 +110,8 @@ def collect_documents(
         notes.append(
             f"{len(failed)} file(s) could not be read, so were not indexed: {', '.join(failed)} (the log says why)"
         )
+    for note in notes:  # once, here; a build's summary lists them again
+        log.warning("%s", note)
     return LoadedInputs(list(docs.values()), tuple(map(str, skipped)), tuple(failed), tuple(notes))
 
 

@@ -346,7 +346,7 @@ def _run(
             }
         )
         store.close()
-    for w in warnings:
+    for w in warnings[len(loaded.notes) :]:  # the inputs' notes were logged as they were read
         log.warning(w)
     return summary  # its seconds_per_stage is `seconds`, which now holds the "save" stage too
 
