@@ -33,9 +33,8 @@ from tiny_graphrag.records import Document
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_SUFFIXES = tuple(SUFFIXES)
 # A one-line string ending in one of these names a file: a missing one is an error, not text.
-DOCUMENT_SUFFIXES = (*SUPPORTED_SUFFIXES, ".doc", ".rtf", ".pptx", ".xlsx", ".odt")
+DOCUMENT_SUFFIXES = (*SUFFIXES, ".doc", ".rtf", ".pptx", ".xlsx", ".odt")
 RAW_TEXT = "<text:"  # the source of a document given as a string, not a file
 
 
