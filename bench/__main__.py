@@ -41,6 +41,7 @@ SECTIONS: list[tuple[str, str, str]] = [
     ("local_latency", "bench.local_latency", "local search context-building latency (no LLM)"),
     ("quality_retrieval", "bench.quality_retrieval", "passage recall@k on hotpotqa100"),
     ("quality_extraction", "bench.quality_extraction", "entity and relation micro-F1 on Re-DocRED dev"),
+    ("documents", "bench.documents", "document readers: units per second per format, text recovered vs known"),
     ("chunk_context", "bench.chunk_context", "share of Re-DocRED gold triples whose head and tail share a chunk"),
     (
         "answers",

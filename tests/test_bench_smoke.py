@@ -58,6 +58,7 @@ def test_every_section_ran(quick_results):
         "quality_retrieval",
         "quality_extraction",
         "chunk_context",
+        "documents",
     }
     assert quick_results["_proc"]["returncode"] == 0, quick_results["_proc"]["stderr"]
 

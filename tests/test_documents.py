@@ -43,21 +43,24 @@ def test_directory_expansion_and_dedup(tmp_path):
     (tmp_path / "a.txt").write_text("Alpha text.", encoding="utf-8")
     (tmp_path / "sub" / "b.md").write_text("# Beta\n\nBeta text.", encoding="utf-8")
     (tmp_path / "sub" / "copy.txt").write_text("Alpha text.", encoding="utf-8")
-    (tmp_path / "ignored.pdf").write_bytes(b"%PDF")
+    (tmp_path / "ignored.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     docs = load_documents([tmp_path])
     assert sorted(d.text for d in docs) == ["# Beta\n\nBeta text.", "Alpha text."]
 
 
 def test_directory_without_supported_files(tmp_path):
-    (tmp_path / "x.pdf").write_bytes(b"%PDF")
-    with pytest.raises(InputError, match="holds no"):
+    (tmp_path / "x.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    with pytest.raises(InputError, match=r"no documents to index: skipped 1 file\(s\) of formats not read.*\.png"):
+        load_documents([tmp_path])
+    (tmp_path / "x.png").unlink()
+    with pytest.raises(InputError, match="holds no files"):
         load_documents([tmp_path])
 
 
 def test_unsupported_file_and_missing_path(tmp_path):
-    p = tmp_path / "x.pdf"
-    p.write_bytes(b"%PDF")
-    with pytest.raises(InputError, match="unsupported file type"):
+    p = tmp_path / "x.png"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    with pytest.raises(InputError, match="not a format tiny-graphrag reads"):
         load_documents([p])
     with pytest.raises(InputError, match="does not exist"):
         load_documents([tmp_path / "missing.txt"])

@@ -26,6 +26,7 @@ _EXPORTS = {
     "ResolutionConfig": "tiny_graphrag.config",
     "CommunityConfig": "tiny_graphrag.config",
     "LLMConfig": "tiny_graphrag.config",
+    "DocumentsConfig": "tiny_graphrag.config",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
         BuildConfig,
         ChunkingConfig,
         CommunityConfig,
+        DocumentsConfig,
         ExtractionConfig,
         LLMConfig,
         ResolutionConfig,

@@ -155,6 +155,19 @@ class TreeConfig:
 
 
 @dataclass(frozen=True)
+class DocumentsConfig:
+    """How tables (CSV, JSON Lines, JSON, Parquet) are read: one document per row, as GraphRAG's
+    input options. Other columns become the document's metadata."""
+
+    text_columns: tuple[str, ...] = ()  # joined in this order; (): the column "text"
+    title_column: str | None = None  # its value titles the row (embedded with it, shown in citations)
+
+    def __post_init__(self) -> None:  # a manifest stores a list, a caller may pass one name
+        cols = (self.text_columns,) if isinstance(self.text_columns, str) else tuple(self.text_columns)
+        object.__setattr__(self, "text_columns", cols)
+
+
+@dataclass(frozen=True)
 class BuildConfig:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
@@ -166,6 +179,7 @@ class BuildConfig:
     cache_dir: str | None = None  # None: the index's own cache folder, <out_dir parent>/.<out_dir name>.cache
     reports: bool = True  # write community reports with the LLM (needs llama-cpp-python)
     tree: TreeConfig = field(default_factory=TreeConfig)  # RAPTOR summaries (off by default: see TreeConfig)
+    documents: DocumentsConfig = field(default_factory=DocumentsConfig)  # how table files are read
 
 
 _C = TypeVar("_C")

@@ -6,8 +6,11 @@ Every stage takes records and returns records. Offsets are character offsets, en
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 
 def content_id(prefix: str, *parts: object) -> str:
@@ -45,6 +48,37 @@ class Document:
     id: str
     text: str
     source: str  # file path, or "<text:N>" for raw strings
+    # Where each part of the original begins: ("p. 12", offset) for PDF pages, ("row 418", 0) for a
+    # table row, ("message 3", 0) for an mbox message; empty for plain text (and old indexes).
+    units: tuple[tuple[str, int], ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict)  # author, date, a row's other columns
+    file_sha256: str = ""  # of the file a document format was read from: an unchanged file is not read again
+
+    def unit_at(self, start: int, end: int | None = None) -> tuple[str, int] | None:
+        """The unit label holding `start` ("p. 11", or "p. 11 to p. 12" when `end` lies in a later
+        unit) and the unit's start offset; None for a document without units."""
+        if not self.units:
+            return None
+        starts = [s for _, s in self.units]
+        first = max(bisect_right(starts, start) - 1, 0)
+        last = max(bisect_right(starts, max(start, (end or start) - 1)) - 1, first)
+        label = self.units[first][0] + (f" to {self.units[last][0]}" if last > first else "")
+        return label, self.units[first][1]
+
+
+def new_document(
+    text: str,
+    source: str,
+    *,
+    units: Sequence[tuple[str, int]] = (),
+    metadata: Mapping[str, str] | None = None,
+    file_sha256: str = "",
+) -> Document:
+    """A document with its content id: the text alone for plain text (as ever), else with its units
+    and metadata, so two table rows of the same text but other columns stay two documents."""
+    units, meta = tuple((str(label), int(at)) for label, at in units), dict(metadata or {})
+    extra = (json.dumps([units, meta], sort_keys=True, ensure_ascii=False),) if units or meta else ()
+    return Document(content_id("doc", text, *extra), text, source, units, meta, file_sha256)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ after splitting paragraphs on blank lines (headings and list items end there).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -70,17 +71,24 @@ def _split_long(text: str, start: int, end: int, max_tokens: int) -> list[_Span]
 
 def chunk_document(doc: Document, config: ChunkingConfig = ChunkingConfig()) -> list[Chunk]:
     """Pack whole sentences into chunks of at most `max_tokens`, repeating up to
-    `overlap_tokens` worth of trailing sentences at the start of the next chunk."""
+    `overlap_tokens` worth of trailing sentences at the start of the next chunk (never across
+    the document's units: a chunk lies on one PDF page)."""
     units: list[_Span] = []
     for s, e in split_sentences(doc.text):
         n = count_tokens(doc.text[s:e])  # >= 1: sentences are trimmed and never empty
         units.extend(_split_long(doc.text, s, e, config.max_tokens) if n > config.max_tokens else [_Span(s, e, n)])
 
+    # A chunk stays inside one page (table row, message), so that its citation names one place.
+    starts = [at for _, at in doc.units]
+
+    def part(i: int) -> int:
+        return bisect_right(starts, units[i].start)
+
     chunks: list[Chunk] = []
     i = 0
     while i < len(units):
         j, total = i, 0
-        while j < len(units) and total + units[j].n_tokens <= config.max_tokens:
+        while j < len(units) and total + units[j].n_tokens <= config.max_tokens and (j == i or part(j) == part(i)):
             total += units[j].n_tokens
             j += 1
         start, end = units[i].start, units[j - 1].end
@@ -98,6 +106,9 @@ def chunk_document(doc: Document, config: ChunkingConfig = ChunkingConfig()) -> 
         )
         if j >= len(units):
             break
+        if part(j) != part(i):  # a new page: no overlap with the last one
+            i = j
+            continue
         # Step back over trailing sentences that fit in the overlap, but always move forward.
         k, back = j, 0
         while k - 1 > i and back + units[k - 1].n_tokens <= config.overlap_tokens:

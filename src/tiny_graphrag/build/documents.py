@@ -1,4 +1,4 @@
-"""Reading input documents: .txt/.md files, directories of them, and raw text.
+"""Reading input documents: files, directories of them, and raw text.
 
 What an input is (the rule, in `input_paths`): a `Path` is always a path, and a `Text` is always
 document text (the explicit way to index a string: `build_index([Text("Obama was born in
@@ -8,38 +8,34 @@ document extension (.txt, .md, ...). Such a string that does not exist is an err
 (a mistyped `my docs/notes.txt` is never indexed as text). Any other string is document text.
 The command line passes every input as a path.
 
-Text is decoded strictly as UTF-8 (a BOM is dropped), or as UTF-16/UTF-32 when the file starts
-with their byte-order mark; line ends are kept as they are, so that every character offset in
-the index points into exactly the text a user can reopen. Inside input folders, hidden names
-(starting with ".") are not documents; links that lead nowhere, links to folders and folders
-that cannot be read are skipped with a warning naming them.
+Each file is read by the reader its content calls for (readers/: text, PDF, DOCX, HTML, e-mail,
+tables). A file that cannot be read (damaged, encrypted, a missing column) is an error naming it
+and the fix, logged, and the rest of the inputs are still read; only when nothing at all can be
+read does the build stop. Files of formats not read are listed in one line, by extension. Inside
+input folders, hidden names (starting with ".") are not documents; links that lead nowhere,
+links to folders and folders that cannot be read are skipped with a warning naming them.
 """
 
 from __future__ import annotations
 
-import codecs
 import logging
 import os
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tiny_graphrag.build.readers import SUFFIXES, kind_of, read_file
+from tiny_graphrag.build.readers.text import text_document
+from tiny_graphrag.config import DocumentsConfig
 from tiny_graphrag.errors import InputError
-from tiny_graphrag.records import Document, content_id
+from tiny_graphrag.records import Document
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown")
 # A one-line string ending in one of these names a file: a missing one is an error, not text.
-DOCUMENT_SUFFIXES = (*SUPPORTED_SUFFIXES, ".pdf", ".doc", ".docx", ".rtf", ".html", ".htm", ".csv", ".json")
+DOCUMENT_SUFFIXES = (*SUFFIXES, ".doc", ".rtf", ".pptx", ".xlsx", ".odt")
 RAW_TEXT = "<text:"  # the source of a document given as a string, not a file
-# Longest first: the UTF-32 LE mark begins with the UTF-16 LE one.
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
 
 
 @dataclass(frozen=True)
@@ -55,45 +51,81 @@ Input = str | os.PathLike | Text
 @dataclass(frozen=True)
 class LoadedInputs:
     documents: list[Document]
-    skipped: tuple[str, ...]  # files in input folders that are not of a supported type
+    skipped: tuple[str, ...]  # files in input folders that are not of a format we read
+    failed: tuple[str, ...] = ()  # files that could not be read: their sources (an update keeps their old version)
+    notes: tuple[str, ...] = ()  # warnings for the build summary (unreadable files, scanned pages, one line of skips)
 
 
-def load_documents(inputs: Input | Sequence[Input]) -> list[Document]:
+def load_documents(inputs: Input | Sequence[Input], config: DocumentsConfig = DocumentsConfig()) -> list[Document]:
     """Documents from paths (files or directories) and raw strings, de-duplicated by content."""
-    return collect_documents(inputs).documents
+    return collect_documents(inputs, config).documents
 
 
-def collect_documents(inputs: Input | Sequence[Input]) -> LoadedInputs:
-    """`load_documents`, also returning the unsupported files that directories held."""
+def collect_documents(
+    inputs: Input | Sequence[Input], config: DocumentsConfig = DocumentsConfig(), known: Iterable[Document] = ()
+) -> LoadedInputs:
+    """`load_documents`, also returning what was skipped or failed. `known` (an index's documents):
+    a document file read before and unchanged since is taken from there, not read again."""
     if isinstance(inputs, (str, os.PathLike, Text)):
         inputs = [inputs]
-    skipped: list[str] = []
+    by_file: dict[tuple[str, str], list[Document]] = defaultdict(list)
+    for d in known:
+        if d.file_sha256:
+            by_file[d.source, d.file_sha256].append(d)
+    skipped: list[Path] = []
+    failed: dict[str, str] = {}  # source -> the error
+    notes: list[str] = []
     docs: dict[str, Document] = {}  # by id: the first of each content
     n_raw = 0
     for item in inputs:
+        new: list[Document] = []
         if _is_path(item):
-            files, skipped_here = _expand(Path(item), given_as_string=isinstance(item, str))
-            skipped += skipped_here
-            new = [read_document(p) for p in files]
+            for p, explicit in _expand(Path(item), given_as_string=isinstance(item, str)):
+                try:
+                    if not explicit and kind_of(p) is None:
+                        skipped.append(p)
+                        continue
+                    new += read_file(p, config, notes, by_file)
+                except InputError as exc:
+                    log.error("%s", exc)
+                    failed[str(p)] = str(exc)
         else:
-            new = [document_from_text(item.text if isinstance(item, Text) else str(item), source=f"{RAW_TEXT}{n_raw}>")]
+            text = item.text if isinstance(item, Text) else str(item)
+            new = [text_document(text, f"{RAW_TEXT}{n_raw}>")]
             n_raw += 1
         for doc in new:
             if doc.id in docs:
                 log.warning("skipping %s: same content as %s", doc.source, docs[doc.id].source)
             else:
                 docs[doc.id] = doc
-    if not docs:
-        raise InputError("no documents given: pass .txt/.md files, directories of them, or Text(...) strings")
     if skipped:
-        shown = ", ".join(skipped[:10]) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
-        log.warning(
-            "skipped %d file(s) of unsupported types (supported: %s): %s",
-            len(skipped),
-            ", ".join(SUPPORTED_SUFFIXES),
-            shown,
+        notes.append(skipped_line(skipped))
+    if not docs:
+        if len(failed) == 1:
+            raise InputError(next(iter(failed.values())))
+        why = "; ".join([*failed.values(), *notes])
+        raise InputError(f"no documents to index{': ' + why if why else ''}; pass readable files or Text(...) strings")
+    if failed:  # each was logged as it happened
+        notes.append(
+            f"{len(failed)} file(s) could not be read, so were not indexed: {', '.join(failed)} (the log says why)"
         )
-    return LoadedInputs(list(docs.values()), tuple(skipped))
+    for note in notes:  # once, here; a build's summary lists them again
+        log.warning("%s", note)
+    return LoadedInputs(list(docs.values()), tuple(map(str, skipped)), tuple(failed), tuple(notes))
+
+
+def skipped_line(paths: Sequence[Path]) -> str:
+    """One line for the files of formats not read, by extension: ".png (3: a.png, ...), .pptx (1: b.pptx)"."""
+    by_ext: dict[str, list[str]] = defaultdict(list)
+    for p in paths:
+        by_ext[p.suffix.lower() or "(no extension)"].append(p.name)
+    parts = [
+        f"{ext} ({len(names)}: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+        for ext, names in sorted(by_ext.items(), key=lambda x: -len(x[1]))
+    ]
+    return f"skipped {len(paths)} file(s) of formats not read (not text, PDF, DOCX, HTML, e-mail or a table): " + (
+        ", ".join(parts)
+    )
 
 
 def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
@@ -124,8 +156,8 @@ def is_path_string(item: str) -> bool:
     return any(sep in item for sep in separators) or item.rstrip().lower().endswith(DOCUMENT_SUFFIXES)
 
 
-def _expand(path: Path, *, given_as_string: bool = False) -> tuple[list[Path], list[str]]:
-    """The supported files a path stands for, and the unsupported files a directory holds."""
+def _expand(path: Path, *, given_as_string: bool = False) -> list[tuple[Path, bool]]:
+    """The files a path stands for, each with whether it was named itself (else found in a folder)."""
     if path.is_symlink() and not path.exists():
         raise InputError(f"input {path} is a broken symbolic link (or a link loop); pass the file it should name")
     if not path.exists():
@@ -134,17 +166,12 @@ def _expand(path: Path, *, given_as_string: bool = False) -> tuple[list[Path], l
             if given_as_string
             else ""
         )
-        raise InputError(f"input {str(path)!r} does not exist: pass an existing .txt/.md file or directory{text_hint}")
+        raise InputError(f"input {str(path)!r} does not exist: pass an existing file or directory{text_hint}")
     if path.is_file():
-        if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-            raise InputError(
-                f"{path}: unsupported file type '{path.suffix}'; supported: {', '.join(SUPPORTED_SUFFIXES)} "
-                "(convert other formats to text first)"
-            )
-        return [path], []
+        return [(path, True)]
     if not path.is_dir():
-        raise InputError(f"input {path} is neither a file nor a directory; pass .txt/.md files or directories")
-    files, skipped, hidden = [], [], []
+        raise InputError(f"input {path} is neither a file nor a directory; pass document files or directories")
+    files, hidden = [], []
 
     def unreadable(exc: OSError) -> None:  # os.walk would drop a folder it cannot list silently
         log.warning(
@@ -178,7 +205,7 @@ def _expand(path: Path, *, given_as_string: bool = False) -> tuple[list[Path], l
                     p,
                 )
             elif p.is_file():
-                (files if p.suffix.lower() in SUPPORTED_SUFFIXES else skipped).append(p)
+                files.append(p)
     if not files:
         note = ""
         if hidden:
@@ -187,43 +214,19 @@ def _expand(path: Path, *, given_as_string: bool = False) -> tuple[list[Path], l
                 f"; its hidden names ({shown}) are not read: rename them without the "
                 "leading '.', or pass such a file as an input by its path"
             )
-        raise InputError(f"directory {path} holds no {'/'.join(SUPPORTED_SUFFIXES)} files{note}")
-    return sorted(files), [str(p) for p in sorted(skipped)]
+        raise InputError(f"directory {path} holds no files{note}")
+    return [(p, False) for p in sorted(files)]
 
 
-def read_document(path: str | os.PathLike) -> Document:
-    """Read one text file, refusing binary, undecodable and empty files with a clear error."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
-    if encoding is not None:  # UTF-16/32 hold NUL bytes, so they are recognised before the binary check
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError as exc:
-            raise InputError(
-                f"{path} starts with a {encoding.upper()} byte-order mark but is not valid {encoding.upper()} "
-                f"(offset {exc.start}); convert it to UTF-8, e.g. `iconv -f {encoding} -t utf-8`"
-            ) from exc
-        log.info("%s: decoded as %s", path, encoding.upper())
-        return document_from_text(text.lstrip("\ufeff"), source=str(path))
-    if b"\x00" in data:  # anywhere: a text file never holds NUL bytes
-        raise InputError(
-            f"{path} looks like a binary file (it contains NUL bytes at offset {data.index(0)}); pass a UTF-8 text file"
-        )
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{path} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            f"convert it first, e.g. `iconv -f latin1 -t utf-8 {path} > {path.stem}.utf8{path.suffix}`"
-        ) from exc
-    return document_from_text(text, source=str(path))
+def read_document(path: str | os.PathLike, config: DocumentsConfig = DocumentsConfig()) -> Document:
+    """The one document of a file (a table's first row, an mbox's first message), with a clear error
+    for binary, undecodable, damaged and empty files."""
+    notes: list[str] = []
+    docs = read_file(Path(path), config, notes)
+    if not docs:
+        raise InputError("; ".join(notes) or f"{path} holds no text to index")
+    return docs[0]
 
 
 def document_from_text(text: str, *, source: str) -> Document:
-    if not text.strip():
-        raise InputError(f"{source} is empty (no text to index); remove it from the inputs")
-    return Document(id=content_id("doc", text), text=text, source=source)
+    return text_document(text, source)

@@ -184,10 +184,11 @@ def _run(
     calls: dict[str, int] = {}
 
     with _stage(seconds, "read"):
-        loaded = inputs if isinstance(inputs, LoadedInputs) else collect_documents(inputs)
+        known = previous.documents() if previous is not None else []
+        loaded = inputs if isinstance(inputs, LoadedInputs) else collect_documents(inputs, config.documents, known)
         docs = loaded.documents
         if previous is not None:  # an update: the index's documents with the inputs' changes
-            update = plan(previous.documents(), docs, sync=sync)
+            update = plan(known, docs, sync=sync, unread=loaded.failed)
             docs = update.documents
             log.info(
                 "update: %d document(s) to add, %d to remove, %d already indexed",
@@ -195,11 +196,7 @@ def _run(
                 len(update.removed),
                 len(update.already_indexed),
             )
-    if loaded.skipped:
-        warnings.append(
-            f"skipped {len(loaded.skipped)} file(s) of unsupported types (convert them to .txt/.md "
-            "to index them); the summary lists them"
-        )
+    warnings += loaded.notes  # unread files, pages without text, the formats skipped
     with _stage(seconds, "chunk"):
         chunks = chunk_documents(docs, config.chunking)
     if not chunks:
@@ -234,7 +231,7 @@ def _run(
         require_libraries()  # a missing umap-learn fails now, not after the extraction
     if embedder is None:
         embedder = Embedder(config.embedder_model, models_dir=config.models_dir, device=config.extraction.device)
-    title = {d.id: document_title(d.source) for d in docs}
+    title = {d.id: d.metadata.get("title") or document_title(d.source) for d in docs}
 
     def chunk_text(c: Chunk) -> str:  # what is embedded for a chunk
         return titled(c.text, title[c.doc_id])
@@ -349,7 +346,7 @@ def _run(
             }
         )
         store.close()
-    for w in warnings:
+    for w in warnings[len(loaded.notes) :]:  # the inputs' notes were logged as they were read
         log.warning(w)
     return summary  # its seconds_per_stage is `seconds`, which now holds the "save" stage too
 

@@ -22,7 +22,7 @@ class BuildSummary:
     seconds_per_stage: dict[str, float]
     model_calls: dict[str, int]  # e.g. {"extraction": n, "extraction_cached": n, "llm": n, "llm_cached": n}
     warnings: tuple[str, ...] = ()
-    skipped_files: tuple[str, ...] = ()  # files of unsupported types in the input folders
+    skipped_files: tuple[str, ...] = ()  # files in the input folders of formats not read
     fallback_reports: int = 0  # reports built from the data because the model's output was unusable
     changes: dict[str, Any] | None = None  # an update of an existing index: what it added and removed (sync.changes)
 
@@ -62,8 +62,7 @@ class BuildSummary:
                     for k, v in self.changes.items()
                 )
             )
-        lines += [f"warning: {w}" for w in self.warnings]
-        lines += [f"skipped (unsupported type): {f}" for f in self.skipped_files]
+        lines += [f"warning: {w}" for w in self.warnings]  # skipped files: one line, by extension
         return "\n".join(lines)
 
 

@@ -61,13 +61,14 @@ def previous_index(out_dir: Path) -> IndexStore:
     return store
 
 
-def plan(old: Sequence[Document], new: Sequence[Document], *, sync: bool) -> Plan:
+def plan(old: Sequence[Document], new: Sequence[Document], *, sync: bool, unread: Sequence[str] = ()) -> Plan:
     """The documents after updating `old` with `new`: a file whose content changed replaces its old
-    version; with `sync`, the inputs are the whole set (documents not among them are removed)."""
+    version; with `sync`, the inputs are the whole set (documents not among them are removed),
+    except that a file that could not be read now (`unread`) keeps the version the index holds."""
     old_ids, new_ids = {d.id for d in old}, {d.id for d in new}
     new_files = {d.source for d in new if not d.source.startswith(RAW_TEXT)}
     if sync:
-        final = list(new)
+        final = list(new) + [d for d in old if d.source in set(unread) and d.id not in new_ids]
     else:
         kept = [d for d in old if d.id in new_ids or d.source not in new_files]
         final = kept + [d for d in new if d.id not in old_ids]
@@ -88,7 +89,12 @@ def settings(
     llm: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """The flat settings an index's content depends on: schema, config, and model fingerprints."""
-    conf = {k: v for k, v in _flat(asdict(config)).items() if k.rsplit(".", 1)[-1] not in _NOT_SETTINGS}
+    conf = {
+        k: v
+        for k, v in _flat(asdict(config)).items()
+        if k.rsplit(".", 1)[-1] not in _NOT_SETTINGS
+        and not (k.startswith("documents.") and v in ((), [], None))  # unset: as an index built before them
+    }
     parts = {
         "schema": schema,
         "config": conf,

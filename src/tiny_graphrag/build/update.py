@@ -97,7 +97,7 @@ class Index(IndexStore):
     def _collect(self, items: Items) -> LoadedInputs:
         """The documents of `items`; inputs inside the index would be replaced with it: refused, as by build."""
         check_output(self.path, input_paths(items))
-        return collect_documents(items)
+        return collect_documents(items, config_from_manifest(self.manifest).documents, self.documents())
 
     def _update(self, loaded: LoadedInputs, *, sync: bool, progress: bool, **models: Any) -> BuildResult:
         manifest = self.manifest

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tiny_graphrag.cli.parser import build_parser
-from tiny_graphrag.config import BuildConfig
+from tiny_graphrag.config import BuildConfig, DocumentsConfig
 from tiny_graphrag.errors import ConfigError, InputError, OutputError, TinyGraphRAGError
 from tiny_graphrag.outputs.info import index_info
 
@@ -78,6 +78,7 @@ def _build(args) -> None:
         communities=com,
         reports=not args.no_reports,
         tree=replace(cfg.tree, enabled=args.tree),
+        documents=DocumentsConfig(tuple(args.text_column or ()), args.title_column),
         models_dir=args.models_dir,
         **({"embedder_model": args.embedder} if args.embedder else {}),
     )
@@ -176,6 +177,8 @@ def _query(args) -> None:
         raise InputError("--level and --over are only for global search")
     if args.strategy is not None and args.mode != "tree":
         raise InputError("--strategy is only for tree search")
+    if args.where and args.mode not in ("local", "naive"):
+        raise InputError("--where filters the text that local and naive search read; use one of those modes")
     config = SearchConfig(context_tokens=args.context_tokens)
     # The answer's own tokens plus the prompt's instructions must fit: below that, any query, even a
     # short one, would be refused as "too long" by the engine.
@@ -191,10 +194,10 @@ def _query(args) -> None:
     kwargs = {
         "global": {"level": args.level, "config": replace(config.global_, source=args.over or "auto")},
         "tree": {"strategy": args.strategy},
-    }.get(args.mode, {})
+    }.get(args.mode, {"where": dict(args.where)} if args.where else {})
     stream = args.stream and not args.json and not args.only_context
     result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
-    if args.show_context or args.only_context:
+    if (args.show_context or args.only_context) and not args.json:  # --json holds the context
         print("----- context -----")
         print(result.context)
         if args.only_context:
@@ -230,7 +233,7 @@ def _print_citations(result) -> None:
     src = result.sources
     label = {  # kind -> id -> what to print for it
         "sources": {
-            c.id: f'{Path(c.source).name or c.doc_id} chars {c.start}-{c.end}: "{_snippet(c.text)}"' for c in src.chunks
+            c.id: f'{c.location}{f" ({c.about})" if c.about else ""}: "{_snippet(c.text)}"' for c in src.chunks
         },
         "reports": {r.id: r.label(result.details.get("summaries")) for r in src.reports},
         "entities": {e.id: f"{e.name} ({e.type})" for e in src.entities},

@@ -29,6 +29,13 @@ def _number(low: float, high: float = math.inf, kind: type = float):
     return parse
 
 
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. year=2021), got {text!r}")
+    return key.strip(), value.strip()
+
+
 def _device(text: str) -> str:
     if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", text):
         raise argparse.ArgumentTypeError(f"expected cpu, cuda, cuda:N or mps, got '{text}'")
@@ -55,8 +62,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tiny-graphrag", description="A small, fully local GraphRAG.", **kw)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    b = sub.add_parser("build", help="build an index from .txt/.md files or directories", **kw)
-    b.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
+    b = sub.add_parser("build", help="build an index from document files or directories", **kw)
+    b.add_argument(
+        "inputs",
+        nargs="+",
+        type=Path,
+        help="files or directories: text/Markdown, PDF, DOCX, HTML, e-mail (.eml, .mbox), tables (CSV, JSON "
+        "Lines, JSON, Parquet: one document per row); PDF/DOCX/HTML need `pip install 'tiny-graphrag[documents]'`",
+    )
+    b.add_argument(
+        "--text-column",
+        action="append",
+        help="a table's text column (repeatable: joined in order; default: the column 'text')",
+    )
+    b.add_argument("--title-column", help="a table's column that titles each row (others are kept as metadata)")
     b.add_argument(
         "--out",
         required=True,
@@ -155,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)
-    a.add_argument("inputs", nargs="+", type=Path, help="existing .txt/.md files or directories of them")
+    a.add_argument("inputs", nargs="+", type=Path, help="document files or directories of them (as for build)")
     r = sub.add_parser("remove", help="remove documents from an index", **kw)
     r.add_argument("documents", nargs="+", help="document ids or the paths they were indexed from (see info)")
     for update in (a, r):
@@ -185,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--show-context", action="store_true", help="print the context the model saw")
     q.add_argument("--only-context", action="store_true", help="build the context without calling the LLM")
+    q.add_argument(
+        "--where",
+        action="append",
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help="local/naive: read only documents with this metadata (repeatable: all must hold), e.g. year=2021",
+    )
     q.add_argument(
         "--stream",
         action="store_true",

@@ -17,7 +17,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ import numpy as np
 
 from tiny_graphrag.errors import IndexFormatError
 from tiny_graphrag.index.manifest import check_manifest, sha256_file
+from tiny_graphrag.index.metadata import chunk_ids_where, document_from_row, info_json, metadata_keys, where_sql
 from tiny_graphrag.index.placement import MANIFEST, STAGING_MARKER, is_unfinished_index
 from tiny_graphrag.records import Chunk, Community, Document, Finding, Report, TreeNode, short_ids
 
@@ -37,7 +38,9 @@ DATABASE = "index.sqlite"
 VECTORS = "vectors"
 
 _SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS documents (id TEXT PRIMARY KEY, source TEXT NOT NULL, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, source TEXT NOT NULL, text TEXT NOT NULL,
+    info TEXT);                         -- JSON: units (pages, rows), metadata, file sha256; NULL for plain text
 CREATE TABLE IF NOT EXISTS chunks (
     sid INTEGER PRIMARY KEY,            -- short source id, cited as [Data: Sources (sid)]
     id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL REFERENCES documents(id),
@@ -146,8 +149,8 @@ class IndexStore:
     def add_documents(self, docs: Iterable[Document]) -> None:
         with self._db:
             self._db.executemany(
-                "INSERT OR IGNORE INTO documents (id, source, text) VALUES (?, ?, ?)",
-                [(d.id, d.source, d.text) for d in docs],
+                "INSERT OR IGNORE INTO documents (id, source, text, info) VALUES (?, ?, ?, ?)",
+                [(d.id, d.source, d.text, info_json(d)) for d in docs],
             )
 
     def add_chunks(self, chunks: Sequence[Chunk]) -> None:
@@ -168,19 +171,12 @@ class IndexStore:
 
     @staticmethod
     def _document(r: sqlite3.Row) -> Document:
-        return Document(id=r["id"], text=r["text"], source=r["source"])
+        # An index written before documents had units has no info column: plain documents.
+        return document_from_row(r["id"], r["text"], r["source"], r["info"] if "info" in r.keys() else None)
 
     @staticmethod
     def _chunk(r: sqlite3.Row) -> Chunk:
-        return Chunk(
-            id=r["id"],
-            doc_id=r["doc_id"],
-            index=r["idx"],
-            text=r["text"],
-            start=r["start"],
-            end=r["end"],
-            n_tokens=r["n_tokens"],
-        )
+        return Chunk(r["id"], r["doc_id"], r["idx"], r["text"], r["start"], r["end"], r["n_tokens"])
 
     def documents(self) -> list[Document]:
         return [self._document(r) for r in self._db.execute("SELECT * FROM documents ORDER BY rowid")]
@@ -221,18 +217,27 @@ class IndexStore:
         """chunk id -> (sid, text): what report generation cites."""
         return {r[0]: (r[1], r[2]) for r in self._db.execute("SELECT id, sid, text FROM chunks")}
 
-    def keyword_search(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
-        """BM25 over chunk texts (SQLite FTS5, Porter stemming). Returns (chunk id, score), best first."""
+    def keyword_search(self, query: str, limit: int = 10, where: Mapping | None = None) -> list[tuple[str, float]]:
+        """BM25 over chunk texts (SQLite FTS5, Porter stemming), of documents whose metadata has each
+        `where` key=value. Returns (chunk id, score), best first."""
         terms = sorted({t.lower() for t in _FTS_TOKEN.findall(query)})
         if not terms:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        cond, args = where_sql(where)
         rows = self._db.execute(
             "SELECT c.id, bm25(chunks_fts) AS s FROM chunks_fts JOIN chunks c ON c.sid = chunks_fts.rowid "
-            "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
-            (match, int(limit)),
+            f"JOIN documents d ON d.id = c.doc_id WHERE chunks_fts MATCH ?{cond} ORDER BY s LIMIT ?",
+            (match, *args, int(limit)),
         ).fetchall()
         return [(r[0], -float(r[1])) for r in rows]  # FTS5's bm25 is lower-is-better
+
+    def chunk_ids_where(self, where: Mapping[str, str]) -> set[str]:
+        """The chunks of documents whose metadata has each key=value (as strings)."""
+        return chunk_ids_where(self._db, where)
+
+    def metadata_keys(self) -> list[str]:
+        return metadata_keys(self._db)
 
     # ---- graph ----------------------------------------------------------------------------
     def save_graph(self, graph) -> None:

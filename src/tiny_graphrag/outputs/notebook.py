@@ -46,7 +46,11 @@ def search_result_html(result) -> str:
     prefix = f"tgr{next(_ids)}"
     src = result.sources
     items = {
-        "sources": {c.id: f"{c.source or c.doc_id}, characters {c.start}-{c.end}: {c.text}" for c in src.chunks},
+        "sources": {
+            c.id: f"{c.location if c.unit else f'{c.source or c.doc_id}, characters {c.start}-{c.end}'}"
+            f"{f' ({c.about})' if c.about else ''}: {c.text}"
+            for c in src.chunks
+        },
         "reports": {r.id: f"{r.label(result.details.get('summaries'))}: {r.text}" for r in src.reports},
         "entities": {e.id: f"{e.name} ({e.type}): {e.text}" for e in src.entities},
         "relationships": {r.id: f"{r.head} -{r.label}-> {r.tail}: {r.text}" for r in src.relationships},

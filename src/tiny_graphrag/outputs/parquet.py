@@ -12,6 +12,7 @@ Columns and their order follow GraphRAG's data model (graphrag/data_model/schema
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from dataclasses import asdict
 
@@ -136,9 +137,10 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
         for c in chunks
     ]
     communities, reports = _communities(store, graph, period)
-    units_of_doc = defaultdict(list)
+    units_of_doc, chunks_of_doc = defaultdict(list), defaultdict(list)
     for c in chunks:
         units_of_doc[c.doc_id].append(c.id)
+        chunks_of_doc[c.doc_id].append(c)
     documents = [
         {
             "id": d.id,
@@ -147,7 +149,7 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
             "text": d.text,
             "text_unit_ids": units_of_doc[d.id],
             "creation_date": store.manifest.get("created"),
-            "metadata": None,
+            "metadata": _document_metadata(d, chunks_of_doc[d.id]),
         }
         for n, d in enumerate(store.documents())
     ]
@@ -159,6 +161,18 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
         "community_reports": reports,
         "documents": documents,
     }
+
+
+def _document_metadata(doc, chunks) -> str | None:
+    """GraphRAG's document metadata (JSON): author, date, a row's columns, and for a document with
+    pages (rows, messages) each one's label, start and text units, by the unit a text unit starts in."""
+    units = [{"unit": label, "start": start, "text_unit_ids": []} for label, start in doc.units]
+    starts = [start for _, start in doc.units]
+    for c in chunks:
+        if units:
+            units[max(bisect_right(starts, c.start) - 1, 0)]["text_unit_ids"].append(c.id)
+    meta = {**doc.metadata, **({"units": units} if units else {})}
+    return json.dumps(meta, ensure_ascii=False) if meta else None
 
 
 def _communities(store, graph, period) -> tuple[list[dict], list[dict]]:

@@ -82,12 +82,13 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
         d = graph.nodes[k]
         spans = []
         for doc_id, _, start, end in d["provenance"][:_SPANS_PER_NODE]:
-            text = docs[doc_id].text
+            doc = docs[doc_id]
+            text, (unit, at) = doc.text, doc.unit_at(start, end) or ("", 0)
             spans.append(
-                {
-                    "source": Path(docs[doc_id].source).name or doc_id,
-                    "start": start,
-                    "end": end,
+                {  # "report.pdf, p. 12, characters 40-52": offsets within the page (row, message)
+                    "source": (Path(doc.source).name or doc_id) + (f", {unit}" if unit else ""),
+                    "start": start - at,
+                    "end": end - at,
                     "before": _squeeze(text[max(0, start - _CONTEXT) : start]),
                     "span": text[start:end],
                     "after": _squeeze(text[end : end + _CONTEXT]),

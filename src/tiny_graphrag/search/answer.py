@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -136,8 +136,10 @@ class SearchRun:
         only_context: bool,
         llm: Callable[[], LLM],
         documents: Callable[[Sources], Sources],
+        where: Mapping[str, str] | None = None,
     ) -> None:
         self.mode, self.query, self.counter = mode, query, counter
+        self.where = dict(where or {})  # metadata key=value: only text of documents that have them
         self.n_ctx, self.context_tokens, self.answer_tokens = n_ctx, context_tokens, answer_tokens
         self.only_context = only_context
         self._llm, self._documents = llm, documents

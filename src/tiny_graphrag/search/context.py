@@ -56,8 +56,15 @@ def source_report(rid: int, report: Report) -> SourceReport:
     return SourceReport(rid, report.community_id, report.level, report.title, report.rating, report.text())
 
 
-def chunk_rows(chunks: Sequence[Chunk], sid_of: Mapping[str, int]) -> list[tuple[str, SourceChunk]]:
-    return [(row(sid_of[c.id], c.text), source_chunk(c, sid_of[c.id])) for c in chunks]
+def chunk_rows(
+    chunks: Sequence[Chunk], sid_of: Mapping[str, int], places: Mapping[str, str] | None = None
+) -> list[tuple[str, SourceChunk]]:
+    """Source rows; a chunk with a place (SearchIndex.places: "report.pdf, p. 12") shows it first."""
+    places = places or {}
+    return [
+        (row(sid_of[c.id], f"({places[c.id]}) {c.text}" if c.id in places else c.text), source_chunk(c, sid_of[c.id]))
+        for c in chunks
+    ]
 
 
 def report_rows(reports: Sequence[tuple[int, Report]]) -> list[tuple[str, SourceReport]]:
@@ -119,9 +126,15 @@ GENERIC_RELATIONS = frozenset({"related to"})  # the general schema's catch-all,
 
 
 # ---- naive -----------------------------------------------------------------------------------
-def build_naive_context(chunks: Sequence[Chunk], sid_of: Mapping[str, int], budget: int, count: Count) -> BuiltContext:
+def build_naive_context(
+    chunks: Sequence[Chunk],
+    sid_of: Mapping[str, int],
+    budget: int,
+    count: Count,
+    places: Mapping[str, str] | None = None,
+) -> BuiltContext:
     """The best chunks, in rank order, until the budget is full."""
-    text, kept, n = pack_table("Sources", SOURCE_HEADER, chunk_rows(chunks, sid_of), budget, count)
+    text, kept, n = pack_table("Sources", SOURCE_HEADER, chunk_rows(chunks, sid_of, places), budget, count)
     return BuiltContext(text, Sources(chunks=tuple(kept)), n, budget, {"sources": n})
 
 
@@ -145,6 +158,7 @@ def build_local_context(
     config: LocalConfig,
     count: Count,
     omit_relations: frozenset[str] | set[str] = frozenset(),
+    places: Mapping[str, str] | None = None,
 ) -> BuiltContext:
     """Text chunks first, then reports, entities and relationships, each table within its share.
 
@@ -171,7 +185,7 @@ def build_local_context(
         "Relationships", RELATION_HEADER, relation_rows(graph, shown), rel_budget, count
     )
     tables = [report_text, ent_text, rel_text]
-    rows = chunk_rows(chunks, sid_of)
+    rows = chunk_rows(chunks, sid_of, places)
     while True:
         tail = join_sections(tables)
         # The text table gets what the tables leave; the whole is measured as joined, and where a

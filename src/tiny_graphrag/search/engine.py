@@ -23,6 +23,7 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -155,9 +156,11 @@ class QueryEngine:
         self.close()
 
     # ---- what the search modes share ------------------------------------------------------------
-    def begin(self, mode: str, query: str, *, only_context: bool) -> SearchRun:
+    def begin(self, mode: str, query: str, *, only_context: bool, where: Mapping[str, str] | None = None) -> SearchRun:
         """A run of one search: budgets counted with the LLM's tokenizer, except for
-        `only_context`, which never loads the model (it uses the loaded one, or the estimate)."""
+        `only_context`, which never loads the model (it uses the loaded one, or the estimate).
+        `where` (metadata key=value) limits the text it may read to the documents that have them."""
+        where = self.index.check_where(where)  # an unknown key fails before any model loads
         counter = counter_for(self._llm if only_context else self.llm)
         run = SearchRun(
             mode,
@@ -169,7 +172,12 @@ class QueryEngine:
             only_context=only_context,
             llm=lambda: self.llm,
             documents=self.index.with_documents,
+            where=where,
         )
+        if where:
+            run.details["where"] = where
+            if not self.store.chunk_ids_where(where):
+                run.notes.append(f"no document has the metadata {where}: the context holds no text")
         return run
 
     def _n_ctx(self) -> int:
@@ -181,10 +189,17 @@ class QueryEngine:
 
     # ---- the modes ----------------------------------------------------------------------------
     def naive_search(
-        self, query: str, *, only_context: bool = False, stream: bool = False, config: NaiveConfig | None = None
+        self,
+        query: str,
+        *,
+        only_context: bool = False,
+        stream: bool = False,
+        config: NaiveConfig | None = None,
+        where: Mapping[str, str] | None = None,
     ) -> SearchResult | StreamingResult:
-        """Hybrid (vector + keyword, fused) retrieval of text chunks, then one answer call."""
-        run = self.begin("naive", check_query(query), only_context=only_context)
+        """Hybrid (vector + keyword, fused) retrieval of text chunks (of the documents whose metadata
+        has each `where` key=value), then one answer call."""
+        run = self.begin("naive", check_query(query), only_context=only_context, where=where)
         return search_naive(self.index, run, config or self.config.naive, stream=stream)
 
     def local_candidates(
@@ -197,10 +212,17 @@ class QueryEngine:
         return self.index.local.retrieve(query, query_vector, config or self.config.local, self.config.fusion)
 
     def local_search(
-        self, query: str, *, only_context: bool = False, stream: bool = False, config: LocalConfig | None = None
+        self,
+        query: str,
+        *,
+        only_context: bool = False,
+        stream: bool = False,
+        config: LocalConfig | None = None,
+        where: Mapping[str, str] | None = None,
     ) -> SearchResult | StreamingResult:
-        """Entities linked to the query, their graph neighbourhood, reports and text, then one answer call."""
-        run = self.begin("local", check_query(query), only_context=only_context)
+        """Entities linked to the query, their graph neighbourhood, reports and text (only of the
+        documents whose metadata has each `where` key=value), then one answer call."""
+        run = self.begin("local", check_query(query), only_context=only_context, where=where)
         return search_local(self.index, run, config or self.config.local, self.config.fusion, stream=stream)
 
     def global_search(

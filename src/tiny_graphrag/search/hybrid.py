@@ -8,7 +8,7 @@ what the retrieval benchmark (bench/retrieval_eval.py) measures, so what is meas
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -155,9 +155,13 @@ class HybridRetriever:
         self.vectors = chunk_vectors
         self.fusion = fusion or FusionConfig()
 
-    def rank(self, query: str, query_vector: np.ndarray, *, fusion: FusionConfig | None = None) -> Ranked:
+    def rank(
+        self, query: str, query_vector: np.ndarray, *, fusion: FusionConfig | None = None, where: Mapping | None = None
+    ) -> Ranked:
+        """Both rankings, over the chunks of documents whose metadata has each `where` key=value."""
         f = fusion or self.fusion
         words = keyword_query(query)
-        dense = self.vectors.search(query_vector, f.depth) if f.dense_weight > 0 else []
-        keyword = self.store.keyword_search(words, f.depth) if f.keyword_weight > 0 and words else []
+        allowed = self.store.chunk_ids_where(where) if where else None
+        dense = self.vectors.search(query_vector, f.depth, allowed) if f.dense_weight > 0 else []
+        keyword = self.store.keyword_search(words, f.depth, where) if f.keyword_weight > 0 and words else []
         return Ranked(tuple(dense), tuple(keyword), tuple(fuse(dense, keyword, f)))

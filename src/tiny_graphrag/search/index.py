@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tiny_graphrag.errors import IndexFormatError, InputError
+from tiny_graphrag.errors import IndexFormatError, InputError, listing
 from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.records import Chunk, Document
 from tiny_graphrag.search.config import FusionConfig
 from tiny_graphrag.search.graph_index import GraphIndex
 from tiny_graphrag.search.hybrid import HybridRetriever
@@ -62,7 +64,7 @@ class SearchIndex:
         self.local = LocalRetriever(
             self.graph_index, self.linker, self.hybrid, self.communities, reported=set(self.globals.id_of)
         )
-        self._doc_sources: dict[str, str] = {}
+        self._docs: dict[str, Document] = {}
 
     def optional_vectors(self, name: str) -> VectorIndex | None:
         """The named vectors, or None when the index has none (built without reports, say)."""
@@ -102,14 +104,43 @@ class SearchIndex:
         return np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
 
     def with_documents(self, sources: Sources) -> Sources:
-        """Name each chunk's document file, so a citation leads to a file and a character span."""
-        chunks = tuple(dataclasses.replace(c, source=self._doc_source(c.doc_id)) for c in sources.chunks)
-        return dataclasses.replace(sources, chunks=chunks)
+        """Name each chunk's document file, page or row and metadata, so a citation leads to a place."""
+        chunks = []
+        for c in sources.chunks:
+            doc = self.document(c.doc_id)
+            unit, unit_start = doc.unit_at(c.start, c.end) or ("", 0)
+            chunks.append(
+                dataclasses.replace(c, source=doc.source, unit=unit, unit_start=unit_start, metadata=doc.metadata)
+            )
+        return dataclasses.replace(sources, chunks=tuple(chunks))
 
-    def _doc_source(self, doc_id: str) -> str:
-        if doc_id not in self._doc_sources:
+    def document(self, doc_id: str) -> Document:
+        """A document's source, units and metadata (its text left out: many are kept)."""
+        if doc_id not in self._docs:
             try:
-                self._doc_sources[doc_id] = self.store.document(doc_id).source
+                self._docs[doc_id] = dataclasses.replace(self.store.document(doc_id), text="")
             except KeyError:
-                self._doc_sources[doc_id] = ""
-        return self._doc_sources[doc_id]
+                self._docs[doc_id] = Document(doc_id, "", "")
+        return self._docs[doc_id]
+
+    def check_where(self, where: Mapping[str, str] | None) -> dict[str, str]:
+        """A `where` filter as strings, refused naming the keys when no document has one of its keys."""
+        keys = self.store.metadata_keys() if where else []
+        unknown = [k for k in (where or {}) if k not in keys]
+        if unknown:
+            has = f"its documents' keys are {listing(keys)}" if keys else "its documents have no metadata"
+            raise InputError(
+                f"no document of {self.path} has the metadata key {unknown[0]!r} ({has}): filter with one of "
+                "those keys (--where KEY=VALUE, where={KEY: VALUE})"
+            )
+        return {str(k): str(v) for k, v in (where or {}).items()}
+
+    def places(self, chunks: Sequence[Chunk]) -> dict[str, str]:
+        """chunk id -> "report.pdf, p. 12" for chunks of documents with pages, rows or messages: the
+        context shows it with the text (plain text documents: nothing, as before)."""
+        out = {}
+        for c in chunks:
+            doc = self.document(c.doc_id)
+            if (unit := doc.unit_at(c.start, c.end)) is not None:
+                out[c.id] = f"{Path(doc.source).name}, {unit[0]}"
+        return out

@@ -41,29 +41,35 @@ def search_local(
     with run.timer("link"):
         linked = index.local.link(query, qvec, config)
     with run.timer("retrieve"):
-        cand = index.local.retrieve(query, qvec, config, fusion, linked=linked)
+        hybrid = index.hybrid.rank(query, qvec, fusion=fusion, where=run.where) if run.where else None
+        cand = index.local.retrieve(query, qvec, config, fusion, linked=linked, hybrid=hybrid)
     with run.timer("context"):
         if not cand.linked:
             run.notes.append("no entity in the graph matched the query: the context holds text chunks only")
         relevant = bool(cand.linked) or cand.hybrid.relevant(config.text_min_similarity)
         chunk_ids = [c for c, _ in cand.chunks[:50]] if relevant else []
+        if run.where:  # the graph's chunks too: only of the documents kept
+            allowed = index.store.chunk_ids_where(run.where)
+            chunk_ids = [c for c in chunk_ids if c in allowed]
         reports = [
             (index.globals.id_of[c], index.reports_by_community[c])
             for c in cand.communities
             if c in index.reports_by_community
         ]
+        chunks = index.store.chunks_by_id(chunk_ids)
         built = build_local_context(
             graph=index.graph,
             entities=[k for k, _ in cand.entities],
             relationships=list(cand.relationships),
             reports=reports,
-            chunks=index.store.chunks_by_id(chunk_ids),
+            chunks=chunks,
             sid_of=index.sid_of,
             budget=room,
             config=config,
             count=run.counter,
             # A co-occurrence graph's "related to" rows only repeat that names share a sentence.
             omit_relations={index.cooccurrence_relation} - {None},
+            places=index.places(chunks),
         )
         built = dataclasses.replace(built, sources=nested_sources(built.sources, index.store, index.graph_index))
     nodes = index.graph.nodes

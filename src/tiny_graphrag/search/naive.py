@@ -17,10 +17,11 @@ def search_naive(
     with run.timer("embed_query"):
         qvec = index.embed_query(run.query)
     with run.timer("retrieve"):
-        ranked = index.hybrid.rank(run.query, qvec)
+        ranked = index.hybrid.rank(run.query, qvec, where=run.where)
     with run.timer("context"):
         ids = ranked.ids("fused")[: config.top_chunks] if ranked.relevant(config.min_similarity) else []
-        built = build_naive_context(index.store.chunks_by_id(ids), index.sid_of, room, run.counter)
+        chunks = index.store.chunks_by_id(ids)
+        built = build_naive_context(chunks, index.sid_of, room, run.counter, index.places(chunks))
     run.details.update(
         section_tokens=dict(built.section_tokens),
         ranking={"dense": ranked.dense[:10], "keyword": ranked.keyword[:10], "fused": ranked.fused[:10]},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import PurePath
 from typing import Any
 
 from tiny_graphrag.citations import parse_citations
@@ -21,6 +22,24 @@ class SourceChunk:
     end: int
     text: str
     source: str = ""  # the document's file path (or "<text:N>" for raw strings)
+    unit: str = ""  # the page ("p. 12"), row ("row 418") or message its start lies in; "" for plain text
+    unit_start: int = 0  # where that unit begins in the document's text
+    metadata: Mapping[str, str] = field(default_factory=dict)  # the document's (author, date, a row's columns)
+
+    @property
+    def location(self) -> str:
+        """Where to find it: "annual-report.pdf, p. 12, chars 40-310" (characters within the page),
+        or "notes.txt chars 120-480" for a document without pages or rows."""
+        name = PurePath(self.source).name or self.doc_id
+        if self.unit:
+            return f"{name}, {self.unit}, chars {self.start - self.unit_start}-{self.end - self.unit_start}"
+        return f"{name} chars {self.start}-{self.end}"
+
+    @property
+    def about(self) -> str:
+        """The document's metadata in a few words: "author: Ann Lee; date: 2021-03-04" ("" without)."""
+        items = [f"{k}: {v}" for k, v in self.metadata.items()]
+        return "; ".join(items[:5]) + ("; ..." if len(items) > 5 else "")
 
 
 @dataclass(frozen=True)
@@ -178,6 +197,8 @@ class SearchResult:
         d["details"] = dict(self.details)
         d["invalid_citations"] = {k: list(v) for k, v in self.invalid_citations.items()}
         d["documents"] = list(self.sources.documents)
+        for c, out in zip(self.sources.chunks, d["sources"]["chunks"]):
+            out["location"] = c.location
         d.update((f.name, getattr(self, f.name)) for f in fields(Usage))
         return d
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -60,9 +60,12 @@ class VectorIndex:
                 return (self._tensor @ torch.from_numpy(q).to(self.device)).float().cpu().numpy()
         return self.matrix @ q
 
-    def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The k most similar ids with their cosine similarity, best first (ties by row order)."""
+    def search(self, query: np.ndarray, k: int, allowed: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """The k most similar ids (of `allowed` ones) with their cosine similarity, best first (ties by row order)."""
         sims = self.similarities(query)
+        if allowed is not None:
+            keep = np.fromiter((i in allowed for i in self.ids), bool, len(self.ids))
+            sims, k = np.where(keep, sims, -np.inf), min(k, int(keep.sum()))
         n = len(sims)
         if n == 0 or k <= 0:
             return []

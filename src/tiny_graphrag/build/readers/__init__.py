@@ -1,0 +1,121 @@
+"""Reading one file into documents, the reader chosen by what the file holds, not by its name.
+
+PDF, DOCX and Parquet are told by their first bytes; HTML and e-mail by how their text begins; CSV
+and JSON tables (which any text may resemble) by their extension; other text by .txt/.md. A reader
+returns the file's documents (one, or one per table row or mbox message) and adds warnings to
+`notes`. Each format's library is optional: `pip install "tiny-graphrag[documents]"`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import zipfile
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+
+from tiny_graphrag.config import DocumentsConfig
+from tiny_graphrag.errors import InputError
+from tiny_graphrag.records import Document
+
+from . import mail, office, pdf, tables, text, web
+
+Reader = Callable[[Path, bytes, DocumentsConfig, list], list[Document]]
+READERS: dict[str, Reader] = {
+    "text": text.read,
+    "pdf": pdf.read,
+    "docx": office.read,
+    "html": web.read,
+    "eml": mail.read_eml,
+    "mbox": mail.read_mbox,
+    **{kind: partial(tables.read, kind=kind) for kind in ("csv", "jsonl", "json", "parquet")},
+}
+# What a name promises; the content decides (a PDF named .txt is read as a PDF).
+SUFFIXES = {
+    **dict.fromkeys((".txt", ".md", ".markdown", ".text"), "text"),
+    ".pdf": "pdf",
+    ".docx": "docx",
+    **dict.fromkeys((".html", ".htm", ".xhtml"), "html"),
+    ".eml": "eml",
+    ".mbox": "mbox",
+    **dict.fromkeys((".csv", ".tsv"), "csv"),
+    **dict.fromkeys((".jsonl", ".ndjson"), "jsonl"),
+    ".json": "json",
+    ".parquet": "parquet",
+}
+_HTML = re.compile(r"<!doctype html|<html[\s>]|<head[\s>]|<body[\s>]")
+_HEADER = re.compile(r"([A-Za-z0-9-]+):")
+
+
+def _is_mail(head: str) -> bool:
+    """A block of RFC 5322 header lines (From and one of Subject/Date/To/Message-ID) before a blank line."""
+    names = set()
+    for line in re.split(r"\r?\n\r?\n", head, maxsplit=1)[0].splitlines():
+        if line[:1] in (" ", "\t"):  # a folded header goes on
+            continue
+        m = _HEADER.match(line)
+        if not m:
+            return False
+        names.add(m.group(1).lower())
+    return "from" in names and bool(names & {"subject", "date", "to", "message-id"})
+
+
+def kind_of(path: Path) -> str | None:
+    """The reader for a file ("pdf", "text", ...), judged by its content; None: not a format we read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8192)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    named = SUFFIXES.get(path.suffix.lower())
+    if b"%PDF" in head[:1024]:
+        return "pdf"
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(b"PK\x03\x04"):  # a zip: a .docx, or another office format we do not read
+        try:
+            with zipfile.ZipFile(path) as z:
+                return "docx" if "word/document.xml" in z.namelist() else None
+        except (zipfile.BadZipFile, OSError):
+            return "docx" if named == "docx" else None  # a damaged .docx: its reader names the problem
+    if named is None:
+        binary = b"\x00" in head and text.bom_encoding(head) is None
+        return None if binary else _text_kind(head, None)
+    return _text_kind(head, named)
+
+
+def _text_kind(head: bytes, named: str | None) -> str | None:
+    enc = text.bom_encoding(head) or "utf-8"
+    start = head.decode(enc, "replace").lstrip("\ufeff \t\r\n")
+    if start.startswith("<") and _HTML.search(start.lower()):
+        return "html"
+    if start.startswith("From ") and _is_mail(start.partition("\n")[2]):
+        return "mbox"
+    if _is_mail(start):
+        return "eml"
+    if named in ("csv", "jsonl", "json"):
+        return named
+    # A .pdf/.docx/.html... that is none of these: read as text (a binary one is refused there, by name).
+    return "text" if named else None
+
+
+def read_file(
+    path: Path, config: DocumentsConfig, notes: list[str], known: Mapping[tuple[str, str], list[Document]] | None = None
+) -> list[Document]:
+    """The documents of one file; `known` ((source, file sha256) -> documents) spares reading an
+    unchanged document file again. An InputError names the file and the fix."""
+    kind = kind_of(path)
+    if kind is None:
+        raise InputError(f"{path}: not a format tiny-graphrag reads (read are: {', '.join(sorted(READERS))})")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if kind == "text":
+        return READERS[kind](path, data, config, notes)
+    sha = hashlib.sha256(data).hexdigest()
+    if known and (str(path), sha) in known:
+        return known[str(path), sha]
+    return [dataclasses.replace(d, file_sha256=sha) for d in READERS[kind](path, data, config, notes)]
