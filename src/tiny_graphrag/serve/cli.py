@@ -83,12 +83,12 @@ def run(args: argparse.Namespace) -> int:
         app = create_app(indexes, token=args.token, hosts=hosts, time_limit=args.time_limit)
         port = sock.getsockname()[1]
         shown = f"[{args.host}]" if ":" in args.host else args.host
-        for s in indexes.values():
-            if s.answering:
-                print(f"note: index {s.name}: {s.answering}", flush=True)
         print(f"serving {', '.join(indexes)} at http://{shown}:{port}/ (Ctrl-C stops)", flush=True)
         level = "info" if logging.getLogger("tiny_graphrag").isEnabledFor(logging.INFO) else "warning"
-        uvicorn.Server(uvicorn.Config(app, log_level=level, timeout_graceful_shutdown=5)).run(sockets=[sock])
+        try:
+            uvicorn.Server(uvicorn.Config(app, log_level=level, timeout_graceful_shutdown=5)).run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn shut down cleanly, then passes Ctrl-C on
+            print("stopped", flush=True)
     finally:
         sock.close()
     return 0
