@@ -222,6 +222,7 @@ function resetGraph() {
     edges: { arrows: "to", font: { size: 10, align: "middle" }, color: { color: "#aaa" } },
     physics: { stabilization: { iterations: 150 } },
   });
+  network.on("stabilizationIterationsDone", () => network.fit());
   network.on("click", (p) => { if (p.nodes.length) { expand(p.nodes[0]); openCitation("entities", p.nodes[0]); } });
 }
 function addGraph(g) {
