@@ -24,11 +24,12 @@ fi
 # checksums verified (Qwen2.5-Coder-0.5B-Instruct, SmolLM2-135M-Instruct, Gemma 3 270M); every
 # run checks them (a second or two) and re-assembles what is missing.
 "$PY" scripts/offline_models.py --models-dir models
-# Chromium (Debian's package) for the headless-browser test of `tiny-graphrag view`, and a CJK font so
-# its screenshot shows the Chinese sample's names; installed only when missing and only as root;
-# otherwise tests/test_view.py fails saying how to install it.
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei; } \
-    >/dev/null 2>&1 \
-    || echo "warning: apt-get install chromium failed: tests/test_view.py will fail until it is installed" >&2
+# Chromium (Debian's package) for the headless-browser tests of `tiny-graphrag view` and `serve` (with
+# its chromium-driver, which Selenium drives), and a CJK font so the view's screenshot shows the Chinese
+# sample's names; installed only when missing and only as root; otherwise those tests fail saying how.
+if ! { command -v chromium && command -v chromedriver; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] \
+  && command -v apt-get >/dev/null 2>&1; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
+    fonts-wqy-zenhei; } >/dev/null 2>&1 \
+    || echo "warning: apt-get install chromium chromium-driver failed: tests/test_view.py and tests/test_serve_browser.py will fail until they are installed" >&2
 fi

@@ -33,6 +33,12 @@ def _view(args) -> None:
     print(write_view(args.index, args.out, level=args.level, top=args.top, community=args.community, force=args.force))
 
 
+def _serve(args) -> int:
+    from tiny_graphrag.serve.cli import run
+
+    return run(args)
+
+
 def _build(args) -> None:
     from tiny_graphrag.build.pipeline import build_index  # loads the pipeline's modules: not needed for --help or info
 
@@ -339,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             "models": _models,
             "export": _export,
             "view": _view,
+            "serve": _serve,
         }[args.command](args) or 0
         sys.stdout.flush()  # here, not at exit: a full disk or closed pipe is reported like any error
         return code

@@ -279,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_finetune_parsers(msub, kw)
     _add_export_parsers(sub, kw)
+    from tiny_graphrag.serve.cli import add_parser as add_serve_parser
+
+    add_serve_parser(sub, kw)
     return p
 
 

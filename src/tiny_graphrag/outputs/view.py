@@ -27,7 +27,7 @@ from tiny_graphrag.outputs.parquet import entity_description
 
 log = logging.getLogger(__name__)
 
-_PALETTE = [
+PALETTE = [
     "#4e79a7",
     "#f28e2b",
     "#e15759",
@@ -101,7 +101,7 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
                 "label": d["name"],
                 "value": degree[k],
                 "community": home.get(k),
-                "color": _PALETTE[n % len(_PALETTE)] if n >= 0 else "#999999",
+                "color": PALETTE[n % len(PALETTE)] if n >= 0 else "#999999",
                 "type": d["type"],
                 "description": entity_description(d),
                 "spans": spans,
@@ -119,7 +119,7 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
         {
             "id": c.id,
             "size": len(c.nodes),
-            "color": _PALETTE[n % len(_PALETTE)],
+            "color": PALETTE[n % len(PALETTE)],
             "title": reports[c.id].title if c.id in reports else f"Community {n}",
             "report": reports[c.id].text() if c.id in reports else "(no report for this community)",
         }
@@ -140,10 +140,15 @@ def _squeeze(text: str) -> str:
     return re.sub(r"\s+", " ", text)  # line breaks of the context collapse; the span itself stays exact
 
 
+def vis_network_script(purpose: str = "The interactive view") -> str:
+    """vis-network's JavaScript, the copy the pyvis package ships (so nothing is fetched from a CDN)."""
+    pyvis = require("pyvis", "view", purpose)
+    return resources.files(pyvis).joinpath("lib/vis-9.1.2/vis-network.min.js").read_text(encoding="utf-8")
+
+
 def view_html(store: IndexStore, **options) -> str:
     """The page as one string (see the module docstring)."""
-    pyvis = require("pyvis", "view", "The interactive view")
-    script = resources.files(pyvis).joinpath("lib/vis-9.1.2/vis-network.min.js").read_text(encoding="utf-8")
+    script = vis_network_script()
     data = json.dumps(view_data(store, **options), ensure_ascii=False).replace("<", "\\u003c")
     template = resources.files(__package__).joinpath("view_page.html").read_text(encoding="utf-8")
     # `</script` cannot occur in the library (checked), and the data has every "<" escaped.

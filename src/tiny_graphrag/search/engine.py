@@ -19,6 +19,7 @@ method here.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import os
@@ -145,6 +146,16 @@ class QueryEngine:
         if self._llm is not None or self._llm_config is None:
             raise RuntimeError("the LLM is already loaded (or was given ready-made): pass llm= to QueryEngine instead")
         self._llm_config = dataclasses.replace(self._llm_config, **changes)
+
+    def configured(self, config: SearchConfig) -> QueryEngine:
+        """This engine with other search settings (`context_tokens`, a mode's config): the same
+        opened index and models, nothing reloaded. Load the LLM first (`llm`) to share it.
+        `config.fusion` does not apply: the retrievers were built with this engine's."""
+        other = copy.copy(self)
+        other.config = config
+        if isinstance(self._llm, CachedLLM):  # its own call counters (usage), the same model and cache
+            other._llm = CachedLLM(self._llm.backend, self._llm.cache)
+        return other
 
     def close(self) -> None:
         self.store.close()

@@ -235,6 +235,13 @@ class StreamingResult:
     def done(self) -> bool:
         return self._result is not None
 
+    def close(self) -> None:
+        """Stop generating (the reader went away): the model is free for the next call at once,
+        and this result has no finished answer."""
+        close = getattr(self._pieces, "close", None)
+        if close is not None:
+            close()
+
     @property
     def result(self) -> SearchResult:
         """The finished result, consuming whatever is left of the stream."""
