@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from _typeshed import SupportsRichComparison
+
+K = TypeVar("K", bound="SupportsRichComparison")
 
 
 def content_id(prefix: str, *parts: object) -> str:
@@ -19,7 +26,7 @@ def content_id(prefix: str, *parts: object) -> str:
 SHORT_ID_SPACE = 10**7  # ~1% of a 100k-element graph collides, and only collisions depend on the others
 
 
-def short_ids(keys, taken=()) -> dict:
+def short_ids(keys: Iterable[K], taken: Iterable[int] = ()) -> dict[K, int]:
     """Small stable numbers (citation ids) from content: each key's hash, mod SHORT_ID_SPACE.
 
     A number depends only on its key, so adding or removing other elements leaves it unchanged
@@ -28,7 +35,7 @@ def short_ids(keys, taken=()) -> dict:
     alone (an updated index equals a fresh build of the same documents).
     """
     used = set(taken)
-    out = {}
+    out: dict[K, int] = {}
     for key in sorted(set(keys)):
         n = int(hashlib.sha256(str(key).encode("utf-8")).hexdigest()[:15], 16) % SHORT_ID_SPACE
         while n in used:

@@ -23,6 +23,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.records import Document, content_id
@@ -49,7 +50,7 @@ class Text:
     text: str
 
 
-Input = str | os.PathLike | Text
+Input = str | os.PathLike[str] | Text
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
     return [Path(i) for i in items if _is_path(i)]
 
 
-def _is_path(item: Input) -> bool:
+def _is_path(item: Input) -> TypeGuard[str | os.PathLike[str]]:
     if isinstance(item, Text):
         return False
     return isinstance(item, os.PathLike) or is_path_string(str(item))
@@ -144,7 +145,9 @@ def _expand(path: Path, *, given_as_string: bool = False) -> tuple[list[Path], l
         return [path], []
     if not path.is_dir():
         raise InputError(f"input {path} is neither a file nor a directory; pass .txt/.md files or directories")
-    files, skipped, hidden = [], [], []
+    files: list[Path] = []
+    skipped: list[Path] = []
+    hidden: list[Path] = []
 
     def unreadable(exc: OSError) -> None:  # os.walk would drop a folder it cannot list silently
         log.warning(
@@ -191,7 +194,7 @@ def _expand(path: Path, *, given_as_string: bool = False) -> tuple[list[Path], l
     return sorted(files), [str(p) for p in sorted(skipped)]
 
 
-def read_document(path: str | os.PathLike) -> Document:
+def read_document(path: str | os.PathLike[str]) -> Document:
     """Read one text file, refusing binary, undecodable and empty files with a clear error."""
     path = Path(path)
     try:
