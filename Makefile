@@ -28,6 +28,7 @@ bench: setup
 lint: setup
 	$(BIN)/ruff check src tests bench scripts examples
 	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/mypy
 
 clean:
 	rm -rf graphs/obama graphs/.obama.cache graphs/obama-typed graphs/.obama-typed.cache graphs/.cache

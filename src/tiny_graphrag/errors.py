@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
+from types import ModuleType
 
 
 class TinyGraphRAGError(Exception):
@@ -41,14 +43,14 @@ class MissingDependencyError(TinyGraphRAGError, ImportError):
     """An optional dependency is not installed; the message says which extra to install."""
 
 
-def listing(items, limit: int = 10) -> str:
+def listing(items: Iterable[object], limit: int = 10) -> str:
     """A list for a message, cut after `limit` items so a huge input never makes a huge line."""
-    items = [str(x) for x in items]
-    shown = ", ".join(repr(x) if len(x) <= 80 else repr(x[:77] + "...") for x in items[:limit])
-    return f"[{shown}{f', ... ({len(items)} in all)' if len(items) > limit else ''}]"
+    texts = [str(x) for x in items]
+    shown = ", ".join(repr(x) if len(x) <= 80 else repr(x[:77] + "...") for x in texts[:limit])
+    return f"[{shown}{f', ... ({len(texts)} in all)' if len(texts) > limit else ''}]"
 
 
-def require(module: str, extra: str, purpose: str):
+def require(module: str, extra: str, purpose: str) -> ModuleType:
     """Import an optional module or raise MissingDependencyError with an install hint."""
     try:
         return importlib.import_module(module)

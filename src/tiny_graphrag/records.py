@@ -9,8 +9,14 @@ import hashlib
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from _typeshed import SupportsRichComparison
+
+K = TypeVar("K", bound="SupportsRichComparison")
 
 
 def content_id(prefix: str, *parts: object) -> str:
@@ -22,7 +28,7 @@ def content_id(prefix: str, *parts: object) -> str:
 SHORT_ID_SPACE = 10**7  # ~1% of a 100k-element graph collides, and only collisions depend on the others
 
 
-def short_ids(keys, taken=()) -> dict:
+def short_ids(keys: Iterable[K], taken: Iterable[int] = ()) -> dict[K, int]:
     """Small stable numbers (citation ids) from content: each key's hash, mod SHORT_ID_SPACE.
 
     A number depends only on its key, so adding or removing other elements leaves it unchanged
@@ -31,7 +37,7 @@ def short_ids(keys, taken=()) -> dict:
     alone (an updated index equals a fresh build of the same documents).
     """
     used = set(taken)
-    out = {}
+    out: dict[K, int] = {}
     for key in sorted(set(keys)):
         n = int(hashlib.sha256(str(key).encode("utf-8")).hexdigest()[:15], 16) % SHORT_ID_SPACE
         while n in used:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,7 +131,7 @@ class Schema:
         )
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Schema:
+    def from_file(cls, path: str | os.PathLike[str]) -> Schema:
         """Load a schema from a .toml, .yaml/.yml or .json file."""
         path = Path(path)
         if not path.is_file():
@@ -142,7 +144,10 @@ class Schema:
         try:
             raw = path.read_bytes().decode("utf-8-sig")
             if suffix == ".toml":
-                import tomllib
+                if sys.version_info >= (3, 11):
+                    import tomllib
+                else:  # pragma: no cover - Python 3.10: the same parser, as a package (a dependency there)
+                    import tomli as tomllib
 
                 data = tomllib.loads(raw)
             elif suffix in (".yaml", ".yml"):
@@ -171,7 +176,7 @@ class Schema:
         return cls.from_dict(PRESETS[name], origin=f"preset '{name}'")
 
     @classmethod
-    def load(cls, spec: str | Path | Mapping[str, Any] | Schema | None) -> Schema:
+    def load(cls, spec: str | os.PathLike[str] | Mapping[str, Any] | Schema | None) -> Schema:
         """A schema from a preset name, a file path, a mapping, or the default (None)."""
         if spec is None:
             return cls.preset("general")

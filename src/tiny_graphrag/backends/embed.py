@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path, PurePath
@@ -13,7 +14,7 @@ import numpy as np
 
 from tiny_graphrag.backends.files import choose_device, file_fingerprint, load_error, resolve_model
 from tiny_graphrag.backends.loaded import cached_model
-from tiny_graphrag.errors import require
+from tiny_graphrag.errors import ModelLoadError, require
 from tiny_graphrag.index.cache import CallCache, cache_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,7 +64,7 @@ class Embedder:
         self,
         model: str = "all-MiniLM-L6-v2",
         *,
-        models_dir: str | None = None,
+        models_dir: str | os.PathLike[str] | None = None,
         device: str | None = None,
         batch_size: int = 64,
         whole_text: bool = True,
@@ -98,7 +99,10 @@ class Embedder:
     def dim(self) -> int:
         # sentence-transformers renamed the method in 5.x; support both
         get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        return int(get())
+        dim = get()
+        if dim is None:  # sentence-transformers' type allows it; a loaded model always has one
+            raise ModelLoadError(f"{self.path} does not say its embedding dimension; use a sentence-transformers model")
+        return int(dim)
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if len(texts) == 0:
@@ -114,7 +118,7 @@ class Embedder:
             ),
             dtype=np.float32,
         )
-        if owner is None or len(pieces) == len(texts):
+        if owner is None or weight is None or len(pieces) == len(texts):
             return vectors
         out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
         np.add.at(out, owner, vectors * weight[:, None])
@@ -123,7 +127,7 @@ class Embedder:
     def _windows(self, texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Texts cut into windows the model reads whole: (windows, owning text, word pieces)."""
         tok = self.model.tokenizer
-        room = max(int(self.model.max_seq_length) - 2, 8)  # [CLS] and [SEP] take two positions
+        room = max(int(self.model.max_seq_length or tok.model_max_length) - 2, 8)  # [CLS] and [SEP] take two positions
         ids = tok(texts, add_special_tokens=False, verbose=False)["input_ids"]  # no "too long" warning: we cut it
         windows: list[tuple[str, int, int]] = []
         for i, (text, t) in enumerate(zip(texts, ids)):

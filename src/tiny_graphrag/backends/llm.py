@@ -13,9 +13,9 @@ import inspect
 import json
 import logging
 import os
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast, runtime_checkable
 
 from tiny_graphrag.backends.files import file_fingerprint, resolve_model
 from tiny_graphrag.backends.gguf import ChatTemplate, load_llama, schema_grammar, text_grammar
@@ -25,6 +25,11 @@ from tiny_graphrag.index.cache import CallCache, cache_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from llama_cpp import Llama
+    from llama_cpp.llama_types import CreateCompletionResponse
+    from typing_extensions import Unpack  # typing's from Python 3.11
+
+Messages = list[dict[str, str]]  # [{"role": "system" | "user" | "assistant", "content": text}, ...]
+JSON = dict[str, Any]  # a JSON object: here a JSON schema
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,17 @@ class Completion:
     cached: bool = False  # True when replayed from the CallCache (no model call was made)
 
 
+class CompleteOptions(TypedDict, total=False):
+    """The keyword arguments of `LLM.complete`, all optional (`stream` takes the last three)."""
+
+    schema: JSON | None  # the output is JSON of this JSON schema
+    # The output follows this GBNF grammar (a backend that cannot constrain its output may ignore
+    # it: what needs the constraint checks the output again).
+    grammar: str | None
+    max_tokens: int  # default 512
+    temperature: float  # default 0.0
+
+
 @runtime_checkable
 class LLM(Protocol):
     """What a language-model backend must do; `CachedLLM` adds the call cache to any of them."""
@@ -58,22 +74,10 @@ class LLM(Protocol):
 
     def count_tokens(self, text: str) -> int: ...
 
-    def complete(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None = None,
-        grammar: str | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Completion:
-        """`schema`: the output is JSON of this JSON schema; `grammar`: the output follows this
-        GBNF grammar (a backend that cannot constrain its output may ignore it: what needs the
-        constraint checks the output again)."""
-        ...
+    def complete(self, messages: Messages, **options: Unpack[CompleteOptions]) -> Completion: ...
 
     def stream(
-        self, messages: list[dict], *, grammar: str | None = None, max_tokens: int = 512, temperature: float = 0.0
+        self, messages: Messages, *, grammar: str | None = None, max_tokens: int = 512, temperature: float = 0.0
     ) -> Iterator[str]:
         """The output piece by piece; a generator may `return` the run's Completion (its token counts)."""
         ...
@@ -121,7 +125,7 @@ class CachedLLM:
         return {"grammar": grammar} if grammar is not None and self._grammar_in[method] else {}
 
     def key(
-        self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, grammar: str | None = None
+        self, messages: Messages, schema: JSON | None, max_tokens: int, temperature: float, grammar: str | None = None
     ) -> str:
         """The cache key of one request (unchanged since the first release: old caches stay valid).
 
@@ -129,7 +133,7 @@ class CachedLLM:
         writes them in; until the grammar followed that order it got the properties sorted, so a
         schema whose order is not sorted has its order in the key (those old outputs are not
         reused) and any other keeps its old key. A GBNF grammar is in the key only when given."""
-        request = {
+        request: dict[str, object] = {
             "messages": messages,
             "schema": schema,
             "max_tokens": max_tokens,
@@ -144,15 +148,9 @@ class CachedLLM:
             request["grammar"] = grammar
         return cache_key("chat", self.fingerprint, request)
 
-    def complete(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None = None,
-        grammar: str | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Completion:
+    def complete(self, messages: Messages, **options: Unpack[CompleteOptions]) -> Completion:
+        schema, grammar = options.get("schema"), options.get("grammar")
+        max_tokens, temperature = options.get("max_tokens", 512), options.get("temperature", 0.0)
         _check_max_tokens(max_tokens)
         key = self.key(messages, schema, max_tokens, temperature, grammar)
         hit = self._lookup(key)
@@ -170,7 +168,7 @@ class CachedLLM:
         return result
 
     def stream(
-        self, messages: list[dict], *, grammar: str | None = None, max_tokens: int = 512, temperature: float = 0.0
+        self, messages: Messages, *, grammar: str | None = None, max_tokens: int = 512, temperature: float = 0.0
     ) -> Iterator[str]:
         """Yield the output text piece by piece; a cached answer comes back as one piece."""
         _check_max_tokens(max_tokens)
@@ -208,7 +206,7 @@ class CachedLLM:
             record = Completion(text, 0, self.count_tokens(text), "stop")
         self._store(key, replace(record, text=text))
 
-    def _lookup(self, key: str) -> dict | None:
+    def _lookup(self, key: str) -> dict[str, Any] | None:
         hit = self.cache.get(key)
         if hit is not None:
             self.cache_hits += 1
@@ -220,7 +218,7 @@ class CachedLLM:
         self.cache.put(key, stored)
 
 
-def property_order(schema: object) -> list:
+def property_order(schema: object) -> list[object]:
     """The object properties of a JSON schema in declared order, nested ones included."""
     if isinstance(schema, dict):
         names = list(schema["properties"]) if isinstance(schema.get("properties"), dict) else []
@@ -256,7 +254,7 @@ class LlamaCppLLM:
     read to its end or closed, so finish (or close) a stream before the next call on that model.
     """
 
-    def __init__(self, config: LLMConfig | None = None, *, models_dir: str | os.PathLike | None = None) -> None:
+    def __init__(self, config: LLMConfig | None = None, *, models_dir: str | os.PathLike[str] | None = None) -> None:
         self.config = config = config or LLMConfig()
         self.path = resolve_model(config.model, kind="gguf", models_dir_=models_dir)
         self._llama, self._lock = load_llama(self.path, config)
@@ -273,7 +271,7 @@ class LlamaCppLLM:
         """The loaded `llama_cpp.Llama`, for low-level use (benchmarks); calls on it skip the cache and lock."""
         return self._llama
 
-    def prompt_token_ids(self, messages: list[dict], schema: dict | None = None) -> list[int]:
+    def prompt_token_ids(self, messages: Messages, schema: JSON | None = None) -> list[int]:
         """The prompt exactly as the model would run it: chat template, merged system text, BOS."""
         with self._lock:
             prompt = self.template.arguments(messages, schema, 1, 0.0)["prompt"]
@@ -288,8 +286,8 @@ class LlamaCppLLM:
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def _run_kwargs(
-        self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float, grammar: str | None = None
-    ) -> dict:
+        self, messages: Messages, schema: JSON | None, max_tokens: int, temperature: float, grammar: str | None = None
+    ) -> dict[str, Any]:
         _check_max_tokens(max_tokens)
         if schema is not None and grammar is not None:
             raise ValueError("give a JSON schema or a GBNF grammar, not both")
@@ -309,18 +307,19 @@ class LlamaCppLLM:
 
     def complete(
         self,
-        messages: list[dict],
+        messages: Messages,
         *,
-        schema: dict | None = None,
+        schema: JSON | None = None,
         grammar: str | None = None,
         max_tokens: int = 512,
         temperature: float = 0.0,
     ) -> Completion:
         with self._lock:
             kwargs = self._run_kwargs(messages, schema, max_tokens, temperature, grammar)
-            out = self._llama.create_completion(**kwargs)
+            # llama-cpp-python types its return as a stream or a response whatever `stream` is
+            out = cast("CreateCompletionResponse", self._llama.create_completion(**kwargs))
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
+        usage: Mapping[str, Any] = out.get("usage") or {}
         return Completion(
             text=choice["text"],
             prompt_tokens=int(usage.get("prompt_tokens", len(kwargs["prompt"]))),
@@ -329,17 +328,16 @@ class LlamaCppLLM:
         )
 
     def stream(
-        self, messages: list[dict], *, grammar: str | None = None, max_tokens: int = 512, temperature: float = 0.0
+        self, messages: Messages, *, grammar: str | None = None, max_tokens: int = 512, temperature: float = 0.0
     ) -> Generator[str, None, Completion]:
         with self._lock:
             kwargs = self._run_kwargs(messages, None, max_tokens, temperature, grammar)
             kwargs["stream"] = True
             pieces: list[str] = []
-            finish = "stop"
-            for chunk in self._llama.create_completion(**kwargs):
+            finish: str = "stop"
+            for chunk in cast("Iterator[CreateCompletionResponse]", self._llama.create_completion(**kwargs)):
                 choice = chunk["choices"][0]
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]
+                finish = choice.get("finish_reason") or finish
                 if choice.get("text"):
                     pieces.append(choice["text"])
                     yield choice["text"]
@@ -347,7 +345,7 @@ class LlamaCppLLM:
 
 
 def open_llm(
-    config: LLMConfig | None = None, *, models_dir: str | os.PathLike | None = None, cache: CallCache | None = None
+    config: LLMConfig | None = None, *, models_dir: str | os.PathLike[str] | None = None, cache: CallCache | None = None
 ) -> CachedLLM:
     """The configured GGUF model behind the call cache: how build and search get their LLM."""
     return CachedLLM(LlamaCppLLM(config, models_dir=models_dir), cache)

@@ -24,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from tiny_graphrag.build.readers import SUFFIXES, kind_of, read_file
 from tiny_graphrag.build.readers.text import text_document
@@ -45,7 +46,7 @@ class Text:
     text: str
 
 
-Input = str | os.PathLike | Text
+Input = str | os.PathLike[str] | Text
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
     return [Path(i) for i in items if _is_path(i)]
 
 
-def _is_path(item: Input) -> bool:
+def _is_path(item: Input) -> TypeGuard[str | os.PathLike[str]]:
     if isinstance(item, Text):
         return False
     return isinstance(item, os.PathLike) or is_path_string(str(item))
@@ -171,7 +172,8 @@ def _expand(path: Path, *, given_as_string: bool = False) -> list[tuple[Path, bo
         return [(path, True)]
     if not path.is_dir():
         raise InputError(f"input {path} is neither a file nor a directory; pass document files or directories")
-    files, hidden = [], []
+    files: list[Path] = []
+    hidden: list[Path] = []
 
     def unreadable(exc: OSError) -> None:  # os.walk would drop a folder it cannot list silently
         log.warning(
@@ -218,7 +220,7 @@ def _expand(path: Path, *, given_as_string: bool = False) -> list[tuple[Path, bo
     return [(p, False) for p in sorted(files)]
 
 
-def read_document(path: str | os.PathLike, config: DocumentsConfig = DocumentsConfig()) -> Document:
+def read_document(path: str | os.PathLike[str], config: DocumentsConfig = DocumentsConfig()) -> Document:
     """The one document of a file (a table's first row, an mbox's first message), with a clear error
     for binary, undecodable, damaged and empty files."""
     notes: list[str] = []

@@ -24,7 +24,7 @@ from tiny_graphrag.backends.embed import CachedEmbedder, Embedder, TextEmbedder,
 from tiny_graphrag.backends.files import choose_device
 from tiny_graphrag.backends.llm import LLM, CachedLLM, open_llm
 from tiny_graphrag.build.chunking import chunk_documents
-from tiny_graphrag.build.documents import LoadedInputs, collect_documents, input_paths
+from tiny_graphrag.build.documents import Input, LoadedInputs, collect_documents, input_paths
 from tiny_graphrag.build.resolve import resolve_aliases
 from tiny_graphrag.build.result import BuildResult, BuildSummary
 from tiny_graphrag.build.sync import changes, check_settings, plan, previous_index, settings
@@ -66,10 +66,10 @@ def _stage(seconds: dict[str, float], name: str) -> Iterator[None]:
 
 
 def build_index(
-    inputs: str | os.PathLike | Sequence[str | os.PathLike],
-    out_dir: str | os.PathLike,
+    inputs: Input | Sequence[Input] | LoadedInputs,
+    out_dir: str | os.PathLike[str],
     *,
-    schema: Schema | str | os.PathLike | Mapping[str, Any] | None = None,
+    schema: Schema | str | os.PathLike[str] | Mapping[str, Any] | None = None,
     entity_types: Sequence[str] | None = None,
     relation_types: Sequence[str] | Mapping[str, Any] | None = None,
     config: BuildConfig = BuildConfig(),
@@ -118,13 +118,13 @@ def build_index(
 
 
 def _build(
-    inputs,
+    inputs: Input | Sequence[Input] | LoadedInputs,
     out_dir: Path,
     schema: Schema,
     config: BuildConfig,
-    extractor,
-    embedder,
-    llm,
+    extractor: Extractor | None,
+    embedder: TextEmbedder | None,
+    llm: LLM | None,
     progress: bool,
     force: bool,
     previous: IndexStore | None,
@@ -155,7 +155,11 @@ def _build(
     return BuildResult(path=out_dir, summary=summary)
 
 
-def _resolve_schema(schema, entity_types, relation_types) -> Schema:
+def _resolve_schema(
+    schema: Schema | str | os.PathLike[str] | Mapping[str, Any] | None,
+    entity_types: Sequence[str] | None,
+    relation_types: Sequence[str] | Mapping[str, Any] | None,
+) -> Schema:
     if entity_types is not None or relation_types is not None:
         if schema is not None:
             raise TinyGraphRAGError("pass either schema= or entity_types=/relation_types=, not both")
@@ -166,7 +170,7 @@ def _resolve_schema(schema, entity_types, relation_types) -> Schema:
 
 
 def _run(
-    inputs: Sequence[str | os.PathLike] | LoadedInputs,
+    inputs: Input | Sequence[Input] | LoadedInputs,
     tmp: Path,
     schema: Schema,
     config: BuildConfig,
@@ -218,13 +222,13 @@ def _run(
         if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
             ex_config = replace(ex_config, spacy_label_map=dict(schema.spacy_labels))
         extractor = make_extractor(schema, ex_config, models_dir=config.models_dir)
-    uses_llm = config.reports or config.tree.enabled
-    if uses_llm:
+    cached: CachedLLM | None = None  # the LLM behind the call cache, when reports or a tree need one
+    if config.reports or config.tree.enabled:
         # Load the report model now: a missing or broken GGUF must fail before hours of extraction.
         if llm is None:
-            llm = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
-        elif not isinstance(llm, CachedLLM):  # a bare backend: cached and counted like the configured model
-            llm = CachedLLM(llm, cache)
+            cached = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
+        else:  # a bare backend: cached and counted like the configured model
+            cached = llm if isinstance(llm, CachedLLM) else CachedLLM(llm, cache)
     if config.tree.enabled:
         from tiny_graphrag.build.tree_cluster import require_libraries
 
@@ -239,7 +243,9 @@ def _run(
     if executor is not None:  # before extraction: the executor may embed the chunks as it extracts them
         embedder = executor.embedder(embedder, chunk_text)
     embedder = CachedEmbedder(embedder, cache)  # an update embeds only new texts
-    llm_info = {"name": llm.name, "fingerprint": llm.fingerprint, "n_ctx": llm.n_ctx} if uses_llm else None
+    llm_info = (
+        {"name": cached.name, "fingerprint": cached.fingerprint, "n_ctx": cached.n_ctx} if cached is not None else None
+    )
     current = settings(schema.to_dict(), config, extractor.describe(), embedder.describe(), llm_info)
     if previous is not None:  # before any model call: an index never mixes two settings
         check_settings(previous.manifest["settings"], current, str(previous.path))
@@ -268,8 +274,8 @@ def _run(
         store.save_communities(communities)
 
     reports = []
-    if config.reports and communities:
-        calls_before, hits_before = llm.calls, llm.cache_hits
+    if config.reports and communities and cached is not None:
+        calls_before, hits_before = cached.calls, cached.cache_hits
         with _stage(seconds, "reports"):
             # With the chunk's start, report snippets are cut at the exact document-level spans.
             starts = {c.id: c.start for c in chunks}
@@ -278,7 +284,7 @@ def _run(
                 graph,
                 communities,
                 sources,
-                llm,
+                cached,
                 max_report_tokens=config.llm.max_report_tokens,
                 max_context_tokens=config.llm.report_context_tokens,
                 min_size=config.llm.report_min_size,
@@ -288,17 +294,17 @@ def _run(
             store.save_vectors(
                 "reports", [r.community_id for r in reports], embedder.embed([r.text() for r in reports])
             )
-        calls["llm"] = llm.calls - calls_before
-        calls["llm_cached"] = llm.cache_hits - hits_before
+        calls["llm"] = cached.calls - calls_before
+        calls["llm_cached"] = cached.cache_hits - hits_before
     elif config.reports:
         store.save_vectors("reports", [], embedder.embed([]))
 
     tree_info: dict[str, Any] | None = None
-    if config.tree.enabled:
+    if config.tree.enabled and cached is not None:
         from tiny_graphrag.build.tree import tree_stage  # imports umap-learn and scikit-learn only when a tree is built
 
         with _stage(seconds, "tree"):  # an update re-summarizes only clusters whose text is new (call cache)
-            tree_info = tree_stage(store, chunks, llm, embedder, config.tree, progress=progress)
+            tree_info = tree_stage(store, chunks, cached, embedder, config.tree, progress=progress)
         calls["tree_llm"], calls["tree_llm_cached"] = tree_info["llm_calls"], tree_info["llm_cached"]
         if tree_info["note"]:
             warnings.append(tree_info["note"])
@@ -310,7 +316,9 @@ def _run(
             documents=len(docs),
             chunks=len(chunks),
             entities_per_type=dict(Counter(d.get("type", "?") for _, d in graph.nodes(data=True))),
-            relations_per_label=dict(Counter(d.get("label", k) for _, _, k, d in graph.edges(keys=True, data=True))),
+            relations_per_label=dict(
+                Counter(str(d.get("label", k)) for _, _, k, d in graph.edges(keys=True, data=True))
+            ),
             merged_aliases=len(merges),
             dropped_relations=dict(graph.graph.get("dropped_relations", {})),
             communities_per_level=dict(sorted(Counter(c.level for c in communities).items())),

@@ -176,7 +176,7 @@ def resolve_aliases(
 def _representative(graph: nx.MultiDiGraph, keys: Iterable[str]) -> str:
     """Most mentions, then the longer display name, then the smallest key (for determinism)."""
     nodes = graph.nodes
-    return min(keys, key=lambda k: (-nodes[k].get("mentions", 0), -len(nodes[k].get("name", k)), k))
+    return min(keys, key=lambda k: (-nodes[k].get("mentions", 0), -len(str(nodes[k].get("name", k))), k))
 
 
 def _embedding_filter(graph: nx.MultiDiGraph, links: list[_Link], embed: Embed, threshold: float) -> list[_Link]:

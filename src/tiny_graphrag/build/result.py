@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiny_graphrag.index.store import IndexStore
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tiny_graphrag.search.engine import QueryEngine
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class BuildResult:
     def _repr_html_(self) -> str:
         return self.summary._repr_html_()
 
-    def query_engine(self, **kwargs):
+    def query_engine(self, **kwargs: Any) -> QueryEngine:
         """A QueryEngine over this index (keyword arguments as QueryEngine's)."""
         from tiny_graphrag.search.engine import QueryEngine  # search imports the build's records: not at the top
 

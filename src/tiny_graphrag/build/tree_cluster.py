@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Sequence
+from types import ModuleType
 
 import numpy as np
 
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 LOCAL_NEIGHBORS = 10  # RAPTOR's local pass
 
 
-def require_libraries():
+def require_libraries() -> tuple[ModuleType, ModuleType]:
     umap = require("umap", "tree", "the RAPTOR tree (UMAP)")
     mixture = require("sklearn.mixture", "tree", "the RAPTOR tree (scikit-learn's GaussianMixture)")
     return umap, mixture

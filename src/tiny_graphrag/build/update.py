@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiny_graphrag.build.documents import Input, LoadedInputs, collect_documents, input_paths
-from tiny_graphrag.build.pipeline import BuildResult, BuildSummary, build_index
+from tiny_graphrag.build.pipeline import build_index
+from tiny_graphrag.build.result import BuildResult, BuildSummary
 from tiny_graphrag.config import BuildConfig, from_dict
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.index.manifest import manifest_field
@@ -24,12 +25,15 @@ from tiny_graphrag.index.placement import check_output
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.schema import Schema
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tiny_graphrag.outputs.notebook import InlineView
+
 log = logging.getLogger(__name__)
 
 Items = Input | Sequence[Input]
 
 
-def load_index(path: str | os.PathLike) -> Index:
+def load_index(path: str | os.PathLike[str]) -> Index:
     """Open a built index (see IndexStore.open) as a handle that can also be updated."""
     return Index.open(path)
 
@@ -48,7 +52,7 @@ class Index(IndexStore):
 
         return index_html(self)
 
-    def view(self, *, level: int = 0, top: int = 200, community: str | None = None, height: int = 640):
+    def view(self, *, level: int = 0, top: int = 200, community: str | None = None, height: int = 640) -> InlineView:
         """The interactive graph view, shown inline in a notebook (see view.py for the options)."""
         from tiny_graphrag.outputs.notebook import InlineView
         from tiny_graphrag.outputs.view import view_html

@@ -6,6 +6,7 @@ import argparse
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 
 def _int_at_least(low: int):
@@ -45,7 +46,7 @@ def _device(text: str) -> str:
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows defaults, but not the "None" of options whose default is decided later."""
 
-    def _get_help_string(self, action: argparse.Action) -> str:
+    def _get_help_string(self, action: argparse.Action) -> str | None:
         if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in (action.help or ""):
             return action.help or ""
         return super()._get_help_string(action)
@@ -58,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     # keeps the top-level value when the subcommand does not repeat it.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log progress details")
-    kw = {"parents": [common], "formatter_class": _Formatter}
+    kw: dict[str, Any] = {"parents": [common], "formatter_class": _Formatter}  # for every (sub)parser
     p = argparse.ArgumentParser(prog="tiny-graphrag", description="A small, fully local GraphRAG.", **kw)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -150,7 +150,7 @@ def judge(
                 or {}
                 for name, definition in criteria.items()
             ]
-            by_order.append([(mode_of.get(g.get("winner")), str(g.get("reason", ""))) for g in got])
+            by_order.append([(mode_of.get(str(g.get("winner"))), str(g.get("reason", ""))) for g in got])
         verdicts += [Verdict(i, name, wa, wb, (ra, rb)) for name, (wa, ra), (wb, rb) in zip(criteria, *by_order)]
         log.info("judged question %d/%d", i + 1, len(questions))
     return verdicts

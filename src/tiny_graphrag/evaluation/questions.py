@@ -196,7 +196,7 @@ def check_count(name: str, n: int) -> None:
 # ---- answers -----------------------------------------------------------------------------------
 
 
-def read_questions(path: str | os.PathLike) -> list[Question]:
+def read_questions(path: str | os.PathLike[str]) -> list[Question]:
     """Questions from a text file, one per line (blank lines and lines starting with # skipped)."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()

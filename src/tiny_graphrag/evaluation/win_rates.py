@@ -84,7 +84,7 @@ def win_rates(verdicts: Sequence[Verdict], *, resamples: int = 2000, seed: int =
         judged = [k for k, v in enumerate(vs) if v.agree is not None]
         agreement = agreement_low = agreement_high = None
         if judged:
-            agree = np.array([float(vs[k].agree) for k in judged])
+            agree = np.array([vs[k].agree for k in judged], dtype=float)
             agreement = float(agree.mean())
             agreement_low, agreement_high = _bootstrap(agree, group[judged], len(qids), resamples, seed)
         picks = [w for v in vs for w in (v.a_first, v.b_first)]

@@ -147,7 +147,8 @@ def _onnx_module(encoder: Any, path: Path) -> Any:
                 attention_mask = torch.ones_like(input_ids)
             feeds = {"input_ids": input_ids.cpu().long().numpy(), "attention_mask": attention_mask.cpu().long().numpy()}
             (hidden,) = self.session.run(["last_hidden_state"], feeds)
-            return BaseModelOutput(last_hidden_state=torch.from_numpy(hidden))
+            # transformers annotates FloatTensor, a legacy alias that no torch op returns
+            return BaseModelOutput(last_hidden_state=torch.from_numpy(hidden))  # type: ignore[arg-type]
 
     return OnnxEncoder()
 
@@ -156,7 +157,8 @@ def with_onnx_encoders(model: Any, name: str) -> Any:
     """`model` with every Hugging Face encoder inside it run by ONNX Runtime (in place)."""
     from transformers import PreTrainedModel
 
-    found, inside = [], set()
+    found: list[tuple[Any, str, Any]] = []
+    inside: set[int] = set()
     for parent in list(model.modules()):
         for attr, child in parent.named_children():
             if isinstance(child, PreTrainedModel) and id(child) not in inside:  # outermost encoders only

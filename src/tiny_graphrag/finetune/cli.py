@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from tiny_graphrag.finetune.api import evaluate, finetune
 
@@ -15,7 +16,7 @@ FORMATS_HELP = (
 )
 
 
-def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, object]) -> None:
+def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
     """Add `finetune` and `evaluate` to the `models` subcommands."""
     f = msub.add_parser("finetune", help="fine-tune GLiNER or GLiREL on labelled examples", **kw)
     f.add_argument("kind", choices=["gliner", "glirel"], help="which model")

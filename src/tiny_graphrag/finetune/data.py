@@ -18,6 +18,7 @@ One line per example, in any of three shapes (a file may mix them):
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +74,7 @@ class Example:
 
 
 # ---- reading ----------------------------------------------------------------------------
-def read_examples(path: str | Path) -> list[Example]:
+def read_examples(path: str | os.PathLike[str]) -> list[Example]:
     """Every example of a JSONL file (the three shapes above); a bad line is an InputError naming
     file:line and the field."""
     path = Path(path)

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from tiny_graphrag.errors import ModelLoadError, require
 from tiny_graphrag.finetune.data import Example, Span, labels_of
-from tiny_graphrag.finetune.labels import labels_in_common, recorded_threshold, trained_labels, write_trained_labels
-from tiny_graphrag.finetune.loop import TrainResult, TrainSettings, freeze_lower_layers, train_loop, written_aside
-from tiny_graphrag.finetune.score import Score, score_entities
+from tiny_graphrag.finetune.labels import trained_labels
+from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, train_and_save, written_aside
+from tiny_graphrag.finetune.score import Evaluator, score_entities
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -70,16 +70,12 @@ def char_to_words(offsets: Sequence[tuple[int, int]], start: int, end: int) -> t
     return (first, last) if first <= last else None
 
 
-class GlinerTrainable:
+class GlinerTrainable(Trainable):
     """A GLiNER model as the training loop sees it."""
 
     def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]):
-        self.model = model
-        self.settings = settings
-        self.labels = list(labels)
+        super().__init__(model, model.model.token_rep_layer.bert_layer.model, settings, labels)
         self.collate = model._create_data_collator()
-        self.encoder = model.model.token_rep_layer.bert_layer.model
-        self.frozen = freeze_lower_layers(self.encoder, None, settings.freeze_layers)
 
     def loss(self, batch: Sequence[Example]) -> torch.Tensor:
         data = [to_train(_cut(ex, self.settings.max_words)) for ex in batch]
@@ -91,23 +87,6 @@ class GlinerTrainable:
         at = self.settings.threshold if threshold is None else threshold
         preds = predict(self.model, examples, self.labels, at, self.settings.batch_size)
         return score_entities(preds, examples).f1
-
-    def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]:
-        enc = {id(p) for p in self.encoder.parameters()}
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        return [
-            {"params": [p for p in params if id(p) in enc], "lr": lr},
-            {"params": [p for p in params if id(p) not in enc], "lr": head_lr},
-        ]
-
-    def train(self, mode: bool = True) -> object:
-        return self.model.train(mode)
-
-    def state(self) -> dict[str, torch.Tensor]:
-        return self.model.state_dict()
-
-    def load_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.model.load_state_dict(state)
 
 
 def to_train(ex: Example) -> dict[str, Any]:
@@ -149,49 +128,14 @@ def finetune_gliner(
     extra_info: dict[str, object] | None = None,
 ) -> TrainResult:
     """Train GLiNER from `base` on `train`, keep the checkpoint with the best F1 on `dev`, save to `out`."""
-    import torch
-
     with written_aside(out) as tmp:
         model = load_base(base, settings.device, rnn_layers=rnn_layers, max_width=max_width, hidden_size=hidden_size)
         model = model.to(settings.device)
         labels, _ = labels_of(train)
-        before = trained_labels(base) or []
-        eval_labels = sorted(set(labels) | set(before))
-        trainable = GlinerTrainable(model, settings, eval_labels)
-        with torch.random.fork_rng(devices=[]):
-            result = train_loop(trainable, train, dev, settings, desc="fine-tuning GLiNER")
-        model.save_pretrained(tmp)
-        write_trained_labels(
-            tmp,
-            "gliner",
-            eval_labels,
-            base=str(base),
-            settings=settings.as_dict(),
-            examples=len(train),
-            best_eval_f1=result.best_f1,
-            threshold=result.threshold,
-            best_step=result.best_step,
-            steps=result.steps,
-            seconds=round(result.seconds, 1),
-            **(extra_info or {}),
+        trainable = GlinerTrainable(model, settings, sorted(set(labels) | set(trained_labels(base) or [])))
+        return train_and_save(
+            trainable, train, dev, tmp, model.save_pretrained, kind="GLiNER", base=base, extra_info=extra_info
         )
-    return result
 
 
-def evaluate_gliner(
-    model_dir: Path,
-    examples: Sequence[Example],
-    *,
-    threshold: float | None = None,
-    device: str = "cpu",
-    zero_shot: bool = False,
-) -> Score:
-    """Entity P/R/F1 of the GLiNER at `model_dir` on `examples`, over the labels it was trained on
-    that the examples use (all of theirs for a model without a record)."""
-    gold_labels, _ = labels_of(examples)
-    use = labels_in_common(model_dir, gold_labels, "entity", zero_shot=zero_shot)
-    model = load_base(model_dir, device)
-    gold = [replace(ex, entities=tuple(e for e in ex.entities if e.label in use)) for ex in examples]
-    return score_entities(
-        predict(model, examples, use, recorded_threshold(model_dir) if threshold is None else threshold), gold
-    )
+evaluate_gliner = Evaluator("entity", load_base, predict)

@@ -16,9 +16,9 @@ from tiny_graphrag.backends.files import models_dir
 from tiny_graphrag.errors import ModelLoadError, require
 from tiny_graphrag.extract.gliner import glirel_backbone
 from tiny_graphrag.finetune.data import Example, Relation, labels_of, to_glirel
-from tiny_graphrag.finetune.labels import labels_in_common, recorded_threshold, trained_labels, write_trained_labels
-from tiny_graphrag.finetune.loop import TrainResult, TrainSettings, freeze_lower_layers, train_loop, written_aside
-from tiny_graphrag.finetune.score import Score, score_relations
+from tiny_graphrag.finetune.labels import trained_labels
+from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, train_and_save, written_aside
+from tiny_graphrag.finetune.score import Evaluator, score_relations
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -135,13 +135,9 @@ def _dedupe(ex: Example) -> Example:
     return replace(ex, entities=tuple(ex.entities[i] for i in keep), relations=tuple(sorted(rels, key=repr)))
 
 
-class GlirelTrainable:
+class GlirelTrainable(Trainable):
     def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]):
-        self.model = model
-        self.settings = settings
-        self.labels = list(labels)
-        self.encoder = model.token_rep_layer.bert_layer.model
-        self.frozen = freeze_lower_layers(self.encoder, None, settings.freeze_layers)
+        super().__init__(model, model.token_rep_layer.bert_layer.model, settings, labels)
 
     def loss(self, batch: Sequence[Example]) -> torch.Tensor:
         data = [to_glirel(_dedupe(ex)) for ex in batch]
@@ -152,23 +148,6 @@ class GlirelTrainable:
         at = self.settings.threshold if threshold is None else threshold
         preds = predict(self.model, examples, self.labels, at, self.settings.batch_size)
         return score_relations(preds, examples).f1
-
-    def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]:
-        enc = {id(p) for p in self.encoder.parameters()}
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        return [
-            {"params": [p for p in params if id(p) in enc], "lr": lr},
-            {"params": [p for p in params if id(p) not in enc], "lr": head_lr},
-        ]
-
-    def train(self, mode: bool = True) -> object:
-        return self.model.train(mode)
-
-    def state(self) -> dict[str, torch.Tensor]:
-        return self.model.state_dict()
-
-    def load_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.model.load_state_dict(state)
 
 
 def predict(
@@ -242,49 +221,15 @@ def finetune_glirel(
 ) -> TrainResult:
     """Train GLiREL from `base` on `train` (examples with two entities or more), keep the checkpoint
     with the best relation F1 on `dev`, save to `out`."""
-    import torch
-
     train = [p for ex in train if (p := pairable(ex, settings.max_words)) is not None]
     dev = [p for ex in dev or [] if (p := pairable(ex, settings.max_words)) is not None] or None
     with written_aside(out) as tmp:
         model = load_base(base, settings.device, num_train_rel_types=num_train_rel_types, hidden_size=hidden_size)
         _, labels = labels_of(train)
-        eval_labels = sorted(set(labels) | set(trained_labels(base) or []))
-        trainable = GlirelTrainable(model, settings, eval_labels)
-        with torch.random.fork_rng(devices=[]):
-            result = train_loop(trainable, train, dev, settings, desc="fine-tuning GLiREL")
-        _save(model, base, tmp)
-        write_trained_labels(
-            tmp,
-            "glirel",
-            eval_labels,
-            base=str(base),
-            settings=settings.as_dict(),
-            examples=len(train),
-            best_eval_f1=result.best_f1,
-            threshold=result.threshold,
-            best_step=result.best_step,
-            steps=result.steps,
-            seconds=round(result.seconds, 1),
-            **(extra_info or {}),
+        trainable = GlirelTrainable(model, settings, sorted(set(labels) | set(trained_labels(base) or [])))
+        return train_and_save(
+            trainable, train, dev, tmp, lambda f: _save(model, base, f), kind="GLiREL", base=base, extra_info=extra_info
         )
-    return result
 
 
-def evaluate_glirel(
-    model_dir: Path,
-    examples: Sequence[Example],
-    *,
-    threshold: float | None = None,
-    device: str = "cpu",
-    zero_shot: bool = False,
-) -> Score:
-    """Relation P/R/F1 of the GLiREL at `model_dir` given the gold entities, over the labels it was
-    trained on that the examples use."""
-    _, gold_labels = labels_of(examples)
-    use = labels_in_common(model_dir, gold_labels, "relation", zero_shot=zero_shot)
-    model = load_base(model_dir, device)
-    gold = [replace(ex, relations=tuple(r for r in ex.relations if r.label in use)) for ex in examples]
-    return score_relations(
-        predict(model, examples, use, recorded_threshold(model_dir) if threshold is None else threshold), gold
-    )
+evaluate_glirel = Evaluator("relation", load_base, predict)

@@ -17,14 +17,16 @@ import shutil
 import signal
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any
 
 from tiny_graphrag.errors import ConfigError, OutputError
 from tiny_graphrag.finetune.data import Example
+from tiny_graphrag.finetune.labels import write_trained_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -67,22 +69,6 @@ class TrainSettings:
 THRESHOLDS = (0.5, 0.4, 0.3, 0.2, 0.1)
 
 
-class Trainable(Protocol):
-    """What the loop needs from a GLiNER or GLiREL wrapper."""
-
-    def loss(self, batch: Sequence[Example]) -> torch.Tensor: ...
-
-    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float: ...
-
-    def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]: ...
-
-    def train(self, mode: bool = True) -> object: ...
-
-    def state(self) -> dict[str, torch.Tensor]: ...
-
-    def load_state(self, state: dict[str, torch.Tensor]) -> None: ...
-
-
 @dataclass
 class TrainResult:
     steps: int
@@ -92,6 +78,74 @@ class TrainResult:
     final_loss: float
     history: list[dict[str, float]]
     threshold: float | None = None  # chosen on the eval set among THRESHOLDS
+
+
+class Trainable(ABC):
+    """A model whose pretrained encoder sits under new layers (GLiNER, GLiREL), as the loop sees it:
+    the lower encoder layers frozen, the encoder and the new layers at their own learning rates."""
+
+    def __init__(self, model: Any, encoder: torch.nn.Module, settings: TrainSettings, labels: Sequence[str]) -> None:
+        self.model, self.encoder, self.settings, self.labels = model, encoder, settings, list(labels)
+        self.frozen = freeze_lower_layers(encoder, None, settings.freeze_layers)
+
+    @abstractmethod
+    def loss(self, batch: Sequence[Example]) -> torch.Tensor: ...
+
+    @abstractmethod
+    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float: ...
+
+    def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]:
+        enc = {id(p) for p in self.encoder.parameters()}
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        return [
+            {"params": [p for p in params if id(p) in enc], "lr": lr},
+            {"params": [p for p in params if id(p) not in enc], "lr": head_lr},
+        ]
+
+    def train(self, mode: bool = True) -> object:
+        return self.model.train(mode)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return self.model.state_dict()
+
+    def load_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.model.load_state_dict(state)
+
+
+def train_and_save(
+    trainable: Trainable,
+    train: Sequence[Example],
+    dev: Sequence[Example] | None,
+    folder: Path,
+    save: Callable[[Path], object],
+    *,
+    kind: str,
+    base: Path,
+    extra_info: dict[str, object] | None = None,
+) -> TrainResult:
+    """Train (under a forked RNG: the caller's random state is untouched), `save` the chosen checkpoint
+    into `folder` and record there the labels and how it was trained."""
+    import torch
+
+    settings = trainable.settings
+    with torch.random.fork_rng(devices=[]):
+        result = train_loop(trainable, train, dev, settings, desc=f"fine-tuning {kind}")
+    save(folder)
+    write_trained_labels(
+        folder,
+        kind.lower(),
+        trainable.labels,
+        base=str(base),
+        settings=settings.as_dict(),
+        examples=len(train),
+        best_eval_f1=result.best_f1,
+        threshold=result.threshold,
+        best_step=result.best_step,
+        steps=result.steps,
+        seconds=round(result.seconds, 1),
+        **(extra_info or {}),
+    )
+    return result
 
 
 def seed_everything(seed: int) -> None:
@@ -248,7 +302,7 @@ def train_loop(
             schedule.step()
             loss_value = float(loss.detach())
             smooth = loss_value if smooth is None else 0.9 * smooth + 0.1 * loss_value
-            bar.set_postfix(loss=f"{smooth:.3f}", **({"eval_f1": f"{best_f1:.3f}"} if best_f1 is not None else {}))
+            bar.set_postfix({"loss": f"{smooth:.3f}"} | ({"eval_f1": f"{best_f1:.3f}"} if best_f1 is not None else {}))
             if dev and (step % every == 0 or step == total):
                 model.train(False)
                 f1 = model.f1(dev)

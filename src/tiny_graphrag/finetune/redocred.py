@@ -64,7 +64,9 @@ def sentence_examples(doc: Mapping[str, Any], rel_info: Mapping[str, str]) -> li
             starts.append(pos)
             pos += len(tok) + 1
         text = " ".join(sent)
-        ents, seen, owner = [], {}, []
+        ents: list[dict[str, object]] = []
+        seen: dict[tuple[int, int], int] = {}
+        owner: list[int] = []
         for ei, m in sorted(per_sent[si], key=lambda x: (x[1]["pos"][0], x[1]["pos"][1])):
             s, e = m["pos"]
             span = (starts[s], starts[e - 1] + len(sent[e - 1]))

@@ -8,12 +8,15 @@ which examples were drawn.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from tiny_graphrag.finetune.data import Example
+from tiny_graphrag.finetune.data import Example, labels_of
+from tiny_graphrag.finetune.labels import labels_in_common, recorded_threshold
 
 BOOTSTRAP_SAMPLES = 1000
 
@@ -96,3 +99,35 @@ def score_entities(predicted: Sequence[Example], gold: Sequence[Example]) -> Sco
 
 def score_relations(predicted: Sequence[Example], gold: Sequence[Example]) -> Score:
     return score([relation_items(p) for p in predicted], [relation_items(g) for g in gold])
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """`evaluate_gliner` and `evaluate_glirel`: a model's score on entities (GLiNER), or on the
+    relations between the gold entities (GLiREL)."""
+
+    what: str  # "entity" or "relation"
+    load: Callable[[Path, str], Any]  # (model folder, device) -> model
+    predict: Callable[[Any, Sequence[Example], Sequence[str], float], list[Example]]
+
+    def __call__(
+        self,
+        model_dir: Path,
+        examples: Sequence[Example],
+        *,
+        threshold: float | None = None,
+        device: str = "cpu",
+        zero_shot: bool = False,
+    ) -> Score:
+        """P/R/F1 of the model at `model_dir` on `examples`, over the labels it was trained on that
+        the examples use (all of theirs for a model without a record)."""
+        entities = self.what == "entity"
+        use = labels_in_common(model_dir, labels_of(examples)[0 if entities else 1], self.what, zero_shot=zero_shot)
+        model = self.load(model_dir, device)
+        at = recorded_threshold(model_dir) if threshold is None else threshold
+        predicted = self.predict(model, examples, use, at)
+        if entities:
+            gold = [replace(ex, entities=tuple(e for e in ex.entities if e.label in use)) for ex in examples]
+            return score_entities(predicted, gold)
+        gold = [replace(ex, relations=tuple(r for r in ex.relations if r.label in use)) for ex in examples]
+        return score_relations(predicted, gold)

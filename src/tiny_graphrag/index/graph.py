@@ -170,7 +170,7 @@ def build_graph(chunks: Sequence[Chunk], extractions: Sequence[Extraction], sche
             score, span = pending.get(ident, (float(r.score), span))
             pending[ident] = (max(score, float(r.score)), span)
 
-    graph = nx.MultiDiGraph()
+    graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
     type_conflicts: dict[str, dict[str, Any]] = {}
     for key, acc in nodes.items():
         node_type = max(acc.votes, key=acc.votes.__getitem__)  # max keeps the first of equal counts

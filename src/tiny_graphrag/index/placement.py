@@ -23,6 +23,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Any
 
 from tiny_graphrag.errors import OutputError, TinyGraphRAGError
 
@@ -261,11 +262,12 @@ def _make_folder(folder: Path, out: Path) -> None:
         ) from exc
 
 
-def write_atomic(path: Path, write: Callable, mode: str = "w") -> None:
+def write_atomic(path: Path, write: Callable[[IO[Any]], object], mode: str = "w") -> None:
     """Write through a temporary sibling, so an interrupted export never leaves half a file."""
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    text = "b" not in mode
     try:
-        with open(tmp, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as fh:
+        with open(tmp, mode, encoding="utf-8" if text else None, newline="" if text else None) as fh:
             write(fh)
         os.replace(tmp, path)
     except OSError as exc:  # a read-only folder, a full disk: say where and what to do, not a traceback

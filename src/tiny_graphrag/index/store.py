@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from tiny_graphrag.index.manifest import check_manifest, sha256_file
 from tiny_graphrag.index.metadata import chunk_ids_where, document_from_row, info_json, metadata_keys, where_sql
 from tiny_graphrag.index.placement import MANIFEST, STAGING_MARKER, is_unfinished_index
 from tiny_graphrag.records import Chunk, Community, Document, Finding, Report, TreeNode, short_ids
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
 
 # 2: content-derived citation ids (hids, sids) and the build settings an update checks (issue 14).
 FORMAT_VERSION = 2
@@ -58,27 +61,29 @@ CREATE TABLE IF NOT EXISTS tree_nodes (id TEXT PRIMARY KEY, layer INTEGER NOT NU
 
 _FTS_TOKEN = re.compile(r"\w+")
 
+S = TypeVar("S", bound="IndexStore")  # `Index.open` gives an Index
+
 
 class IndexStore:
     """Read (and, while building, write) access to one index directory."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self._manifest: dict[str, Any] | None = None
         self._db = sqlite3.connect(self.path / DATABASE, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
-        self._graph = None
+        self._graph: nx.MultiDiGraph[str] | None = None
 
     # ---- opening ------------------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | os.PathLike) -> IndexStore:
+    def create(cls: type[S], path: str | os.PathLike[str]) -> S:
         (Path(path) / VECTORS).mkdir(parents=True, exist_ok=True)
         store = cls(path)
         store._db.executescript(_SCHEMA_SQL)
         return store
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> IndexStore:
+    def open(cls: type[S], path: str | os.PathLike[str]) -> S:
         """Open a complete index, or raise IndexFormatError saying what is wrong and the fix."""
         path = Path(path)
         if not path.is_dir():
@@ -164,7 +169,7 @@ class IndexStore:
             self._db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
 
     def _one(self, sql: str, key: object) -> sqlite3.Row:
-        row = self._db.execute(sql, (key,)).fetchone()
+        row: sqlite3.Row | None = self._db.execute(sql, (key,)).fetchone()
         if row is None:
             raise KeyError(key)
         return row
@@ -217,7 +222,9 @@ class IndexStore:
         """chunk id -> (sid, text): what report generation cites."""
         return {r[0]: (r[1], r[2]) for r in self._db.execute("SELECT id, sid, text FROM chunks")}
 
-    def keyword_search(self, query: str, limit: int = 10, where: Mapping | None = None) -> list[tuple[str, float]]:
+    def keyword_search(
+        self, query: str, limit: int = 10, where: Mapping[str, str] | None = None
+    ) -> list[tuple[str, float]]:
         """BM25 over chunk texts (SQLite FTS5, Porter stemming), of documents whose metadata has each
         `where` key=value. Returns (chunk id, score), best first."""
         terms = sorted({t.lower() for t in _FTS_TOKEN.findall(query)})
@@ -240,13 +247,13 @@ class IndexStore:
         return metadata_keys(self._db)
 
     # ---- graph ----------------------------------------------------------------------------
-    def save_graph(self, graph) -> None:
+    def save_graph(self, graph: nx.MultiDiGraph[str]) -> None:
         from tiny_graphrag.index.graph import save_graph
 
         save_graph(graph, self.path / GRAPH)
         self._graph = graph
 
-    def graph(self):
+    def graph(self) -> nx.MultiDiGraph[str]:
         """The knowledge graph, loaded once (its hash was checked when the index was opened)."""
         if self._graph is None:
             from tiny_graphrag.index.graph import load_graph
@@ -256,21 +263,14 @@ class IndexStore:
 
     # ---- communities and reports ----------------------------------------------------------
     def save_communities(self, communities: Sequence[Community]) -> None:
+        rows = [
+            (c.id, c.level, c.parent, *map(json.dumps, (list(c.children), list(c.nodes), [list(e) for e in c.edges])))
+            for c in communities
+        ]
         with self._db:
             self._db.execute("DELETE FROM communities")
             self._db.executemany(
-                "INSERT INTO communities (id, level, parent, children, nodes, edges) VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        c.id,
-                        c.level,
-                        c.parent,
-                        json.dumps(list(c.children)),
-                        json.dumps(list(c.nodes)),
-                        json.dumps([list(e) for e in c.edges]),
-                    )
-                    for c in communities
-                ],
+                "INSERT INTO communities (id, level, parent, children, nodes, edges) VALUES (?, ?, ?, ?, ?, ?)", rows
             )
 
     def communities(self) -> list[Community]:
@@ -363,9 +363,9 @@ class IndexStore:
             )
         return row_ids, matrix
 
-    def _unknown_ids(self, name: str, row_ids: list) -> list:
+    def _unknown_ids(self, name: str, row_ids: list[str]) -> list[str]:
         """Vector ids with no record of their kind (a search would fail on them far from the cause)."""
-        known: set | None = None
+        known: set[str] | None = None
         if name == "chunks":
             known = set(self.source_ids())
         elif name == "reports":

@@ -14,10 +14,13 @@ folder) is replaced; an output inside the index folder is refused, since a rebui
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 import networkx as nx
 
@@ -34,7 +37,7 @@ _JSON_ATTRS = ("aliases", "provenance", "type_votes")
 
 
 def export_index(
-    index: str | os.PathLike | IndexStore, fmt: str, out: str | os.PathLike, *, force: bool = False
+    index: str | os.PathLike[str] | IndexStore, fmt: str, out: str | os.PathLike[str], *, force: bool = False
 ) -> list[Path]:
     """Write the index in `fmt` (one of FORMATS) to `out` (a file, or a folder for parquet/neo4j); the files written."""
     if fmt not in FORMATS:
@@ -44,7 +47,7 @@ def export_index(
         pq = require("pyarrow.parquet", "export", "Parquet export")
         folder = check_target(Path(out), store.path, force, [f"{t}.parquet" for t in GRAPHRAG_TABLES])
         for name, table in graphrag_tables(store).items():
-            write_atomic(folder / f"{name}.parquet", lambda fh, t=table: pq.write_table(t, fh), "wb")
+            write_atomic(folder / f"{name}.parquet", functools.partial(pq.write_table, table), "wb")
         return [folder / f"{t}.parquet" for t in GRAPHRAG_TABLES]
     if fmt == "neo4j":
         folder = check_target(Path(out), store.path, force, NEO4J_FILES)
@@ -77,7 +80,7 @@ def json_graph(store: IndexStore) -> nx.MultiDiGraph:
     """The index graph with plain JSON values (tuples as lists) and a `communities` {level: id} per node."""
     graph, levels = store.graph(), community_levels(store)
     # merges are undo records (copies of whole nodes and edges) for `resolve`, not part of the graph
-    g = nx.MultiDiGraph(**{k: v for k, v in graph.graph.items() if k != "merges"})
+    g: nx.MultiDiGraph[str] = nx.MultiDiGraph(**{k: v for k, v in graph.graph.items() if k != "merges"})
     for key, data in graph.nodes(data=True):
         g.add_node(key, **_plain(data), communities={str(lvl): cid for lvl, cid in levels.get(key, {}).items()})
     for u, v, data in graph.edges(data=True):
@@ -88,7 +91,7 @@ def json_graph(store: IndexStore) -> nx.MultiDiGraph:
 def flat_graph(store: IndexStore) -> nx.MultiDiGraph:
     """The index graph with scalar attributes only, for GraphML and GEXF (see the module docstring)."""
     g = json_graph(store)
-    flat = nx.MultiDiGraph()
+    flat: nx.MultiDiGraph[str] = nx.MultiDiGraph()
     for key, data in g.nodes(data=True):
         communities = {f"community_{lvl}": cid for lvl, cid in data.pop("communities").items()}
         flat.add_node(key, label=data["name"], **_scalars(data), **communities)
@@ -146,11 +149,15 @@ def _neo4j(store: IndexStore, folder: Path) -> list[Path]:
         for u, v, d in graph.edges(data=True)
     ]
     for name, header, rows in (("nodes.csv", node_header, nodes), ("relationships.csv", _EDGE_HEADER, edges)):
-        write_atomic(folder / name, lambda fh, h=header, r=rows: csv.writer(fh).writerows([h, *r]))
+        write_atomic(folder / name, functools.partial(_write_csv, [header, *rows]))
     types = sorted({d["type"] for _, d in graph.nodes(data=True)})
     labels = sorted({d["label"] for _, _, d in graph.edges(data=True)})
     write_atomic(folder / "load.cypher", lambda fh: fh.write(cypher_script(node_header, types, labels)))
     return [folder / n for n in NEO4J_FILES]
+
+
+def _write_csv(rows: Sequence[Sequence[object]], fh: IO[str]) -> None:
+    csv.writer(fh).writerows(rows)
 
 
 def _q(name: str) -> str:

@@ -108,8 +108,8 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
     for u, v, d in graph.edges(data=True):
         rid = f"e{d['hid']}"
         units = _chunk_ids(d["provenance"])
-        for c in units:
-            chunk_edges[c].append(rid)
+        for cid in units:
+            chunk_edges[cid].append(rid)
         relationships.append(
             {
                 "id": rid,

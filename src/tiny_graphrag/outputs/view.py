@@ -94,7 +94,7 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
                     "after": _squeeze(text[end : end + _CONTEXT]),
                 }
             )
-        n = number.get(home.get(k), -1)
+        n = number.get(home.get(k, ""), -1)
         nodes.append(
             {
                 "id": d["hid"],
@@ -158,8 +158,8 @@ def view_html(store: IndexStore, **options) -> str:
 
 
 def write_view(
-    index: str | os.PathLike | IndexStore,
-    out: str | os.PathLike = "graph.html",
+    index: str | os.PathLike[str] | IndexStore,
+    out: str | os.PathLike[str] = "graph.html",
     *,
     level: int = 0,
     top: int = 200,

@@ -26,7 +26,7 @@ _Level = list[tuple[tuple[str, ...], bool, int | None]]
 def _undirected(graph: nx.MultiDiGraph) -> nx.Graph:
     """All nodes; one edge per linked pair, weighing the summed `weight` of all parallel edges
     between the two nodes in either direction (self-loops dropped)."""
-    simple = nx.Graph()
+    simple: nx.Graph[str] = nx.Graph()
     simple.add_nodes_from(graph)
     for u, v, data in graph.edges(data=True):
         if u != v:
@@ -113,6 +113,7 @@ def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig = C
     children: list[list[list[str]]] = [[[] for _ in level] for level in levels]
     for lvl in range(1, len(levels)):
         for j, (_, _, parent) in enumerate(levels[lvl]):
+            assert parent is not None  # only the top level's communities have none
             children[lvl - 1][parent].append(ids[lvl][j])
     out = [
         Community(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM
+from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, CachedLLM
 from tiny_graphrag.citations import check_citations, parse_citations, strip_citations
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.search.context import BuiltContext
@@ -109,7 +109,7 @@ class Timer:
 class CallMeter:
     """One category's usage of an LLM: its call counters are read before and after."""
 
-    def __init__(self, llm: LLM) -> None:
+    def __init__(self, llm: CachedLLM) -> None:
         self.llm = llm
         self._calls, self._hits = llm.calls, llm.cache_hits
 
@@ -134,7 +134,7 @@ class SearchRun:
         context_tokens: int | None,
         answer_tokens: int,
         only_context: bool,
-        llm: Callable[[], LLM],
+        llm: Callable[[], CachedLLM],
         documents: Callable[[Sources], Sources],
         where: Mapping[str, str] | None = None,
     ) -> None:
@@ -150,7 +150,7 @@ class SearchRun:
         self.details["only_context"] = only_context
 
     @property
-    def llm(self) -> LLM:
+    def llm(self) -> CachedLLM:
         return self._llm()
 
     def room(self, messages: list[dict], max_tokens: int, what: str, *, wanted: int | None = None) -> int:

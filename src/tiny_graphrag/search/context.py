@@ -263,7 +263,8 @@ def pack_report_batches(
         raise ValueError(f"map chunk size {chunk_tokens} tokens leaves no room for a report")
     blocks: list[tuple[int, list[tuple[str, str, str]], int]] = []  # report id, (id, text, row), tokens
     for rid, report in items:
-        rows, used = [], 0
+        rows: list[tuple[str, str, str]] = []
+        used = 0
         for fid, text in map_findings(rid, report):
             line = row(fid, report.title, text)
             cost = count(line + "\n")
@@ -283,8 +284,8 @@ def pack_report_batches(
             used += blocks[end][2]
             end += 1
         while True:  # measured as a whole a batch may come out over: its last reports go to the next one,
-            rows = [(rid, r) for rid, block, _ in blocks[start:end] for r in block]
-            text = head + "\n" + "\n".join(line for _, (_, _, line) in rows)
+            picked = [(rid, r) for rid, block, _ in blocks[start:end] for r in block]
+            text = head + "\n" + "\n".join(line for _, (_, _, line) in picked)
             n = count(text)
             if n <= chunk_tokens or (end == start + 1 and len(blocks[start][1]) == 1):
                 break
@@ -297,7 +298,7 @@ def pack_report_batches(
                 text,
                 tuple(rid for rid, _, _ in blocks[start:end]),
                 n,
-                tuple((fid, rid, t) for rid, (fid, t, _) in rows),
+                tuple((fid, rid, t) for rid, (fid, t, _) in picked),
             )
         )
         start = end

@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,11 +61,11 @@ class QueryEngine:
 
     def __init__(
         self,
-        index_dir: str | os.PathLike,
+        index_dir: str | os.PathLike[str],
         *,
         llm: LLM | LLMConfig | None = None,
-        embedder: TextEmbedder | str | os.PathLike | None = None,
-        models_dir: str | os.PathLike | None = None,
+        embedder: TextEmbedder | str | os.PathLike[str] | None = None,
+        models_dir: str | os.PathLike[str] | None = None,
         config: SearchConfig | None = None,
         device: str | None = None,
         cache: CallCache | None = None,
@@ -86,7 +86,7 @@ class QueryEngine:
         if embedder is None or isinstance(embedder, (str, os.PathLike)):
             embedder = self._embedder_for(manifest.get("embedder") or {}, embedder, device)
         self.embedder = embedder
-        self._llm: LLM | None = None
+        self._llm: CachedLLM | None = None
         self._llm_config: LLMConfig | None = None
         if llm is None:
             self._llm_config = from_dict(LLMConfig, build_config.get("llm") or {})
@@ -102,7 +102,7 @@ class QueryEngine:
         log.info("query engine for %s ready in %.1fs", self.path, self.load_seconds)
 
     # ---- loading ------------------------------------------------------------------------------
-    def _embedder_for(self, info: dict, given: str | os.PathLike | None, device: str | None) -> Embedder:
+    def _embedder_for(self, info: dict[str, Any], given: str | os.PathLike[str] | None, device: str | None) -> Embedder:
         if given is not None:
             return Embedder(str(given), models_dir=self.models_dir, device=device)
         name = info.get("name") or "all-MiniLM-L6-v2"
@@ -124,13 +124,13 @@ class QueryEngine:
             )
         return embedder
 
-    def _load_llm(self) -> LLM:
+    def _load_llm(self) -> CachedLLM:
         """The index's LLM: the one place a backend is constructed."""
         assert self._llm_config is not None
         return open_llm(self._llm_config, models_dir=self.models_dir, cache=self._cache)
 
     @property
-    def llm(self) -> LLM:
+    def llm(self) -> CachedLLM:
         """The LLM, loaded on first use."""
         if self._llm is None:
             self._llm = self._load_llm()
@@ -140,7 +140,7 @@ class QueryEngine:
     def llm_loaded(self) -> bool:
         return self._llm is not None
 
-    def change_llm_settings(self, **changes: object) -> None:
+    def change_llm_settings(self, **changes: Any) -> None:
         """Load the LLM with these settings changed (`model`, `n_ctx`, `chat_format`, ...), the
         index's build settings otherwise; before the first answer (the model loads then)."""
         if self._llm is not None or self._llm_config is None:

@@ -76,7 +76,8 @@ def _complete_points(text: str) -> list[Any] | None:
     m = re.search(r'"points"\s*:\s*\[', text)
     if not m:
         return None
-    decoder, points, pos = json.JSONDecoder(), [], m.end()
+    decoder, pos = json.JSONDecoder(), m.end()
+    points: list[Any] = []
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1

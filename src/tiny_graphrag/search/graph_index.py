@@ -204,7 +204,7 @@ class GraphIndex:
             if synonym_similarity is not None:
                 adjacency = adjacency + self.synonym_links(synonym_similarity)
             m = self.membership  # chunks x entities
-            full = sparse.bmat([[adjacency, m.T], [m, None]], format="csr") if m.shape[0] else adjacency.tocsr()
+            full = sparse.bmat([[adjacency, m.T], [m, None]]).tocsr() if m.shape[0] else adjacency.tocsr()
             strength = np.asarray(full.sum(axis=1)).reshape(-1)
             self._walks[key] = (full.T.tocsr(), strength)
             log.debug("walk graph: %d entities + %d chunks", len(self.keys), m.shape[0])
@@ -220,7 +220,7 @@ class GraphIndex:
         cooccurrence_weight: float = 1.0,
         iterations: int = 100,
         tol: float = 1e-8,
-    ) -> tuple[np.ndarray, Mapping[str, float]]:
+    ) -> tuple[np.ndarray, ChunkMass]:
         """Personalized PageRank over entities and chunks together.
 
         The walk follows a link (weighted relation, or chunk-mentions-entity) with probability

@@ -39,7 +39,7 @@ class Grounding:
 
 def ground_points(
     points: Sequence[KeyPoint],
-    query_vector: np.ndarray,
+    query_vector: np.ndarray | None,  # needed when weight > 0
     embed: Callable[[list[str]], np.ndarray],
     *,
     weight: float,

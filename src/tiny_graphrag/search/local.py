@@ -68,7 +68,7 @@ def search_local(
             config=config,
             count=run.counter,
             # A co-occurrence graph's "related to" rows only repeat that names share a sentence.
-            omit_relations={index.cooccurrence_relation} - {None},
+            omit_relations={index.cooccurrence_relation} if index.cooccurrence_relation is not None else set(),
             places=index.places(chunks),
         )
         built = dataclasses.replace(built, sources=nested_sources(built.sources, index.store, index.graph_index))

@@ -6,9 +6,22 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from tiny_graphrag.citations import parse_citations
+
+
+class Cited(Protocol):
+    """What every kind of source has: the id a citation names and the text it stands for."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+C = TypeVar("C", bound=Cited)
 
 
 @dataclass(frozen=True)
@@ -98,7 +111,7 @@ class Sources:
         """Ids of the documents whose chunks are in the context, first seen first."""
         return tuple(dict.fromkeys(c.doc_id for c in self.chunks))
 
-    def _by_kind(self) -> dict[str, tuple]:
+    def _by_kind(self) -> dict[str, tuple[Cited, ...]]:
         return {
             "sources": self.chunks,
             "reports": self.reports,
@@ -116,7 +129,7 @@ class Sources:
     def merged(self, other: Sources) -> Sources:
         """The union of two source sets (first occurrence of an id wins)."""
 
-        def union(a: tuple, b: tuple) -> tuple:
+        def union(a: tuple[C, ...], b: tuple[C, ...]) -> tuple[C, ...]:
             seen = {x.id for x in a}
             out = list(a)
             for x in b:
@@ -179,7 +192,7 @@ class SearchResult:
 
     @property
     def only_context(self) -> bool:
-        return self.details.get("only_context", False)
+        return bool(self.details.get("only_context", False))
 
     def _repr_html_(self) -> str:  # Jupyter: the answer with linked citations, the context folded
         from tiny_graphrag.outputs.notebook import search_result_html

@@ -18,10 +18,10 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Generator
 from dataclasses import replace
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -210,7 +210,8 @@ def _search(s: ServedIndex, body: QueryRequest) -> Callable[[bool], SearchResult
     config = replace(base, context_tokens=body.context_tokens or base.context_tokens)
     config = replace(config, global_=replace(config.global_, source=body.over or config.global_.source))
     engine = s.engine.configured(config)
-    kwargs = {"global": {"level": body.level}, "tree": {"strategy": body.strategy}}.get(body.mode, {})
+    by_mode: dict[str, dict[str, Any]] = {"global": {"level": body.level}, "tree": {"strategy": body.strategy}}
+    kwargs = by_mode.get(body.mode, {})
     method = getattr(engine, f"{body.mode}_search")
     if body.mode == "global":  # a wrong level or a missing table fails now, before the line
         map_plan(engine.index, body.level, config.global_)
@@ -247,6 +248,9 @@ async def _answer(
         yield "queue", {"position": 0}
         if prepared is None:
             prepared = await asyncio.to_thread(search, True)  # global: the map calls happen here, in its turn
+        if isinstance(prepared, SearchResult):  # answered without generating (nothing to stream)
+            yield "result", prepared.to_dict()
+            return
         async for piece in _generate(prepared, request, deadline):
             yield "token", {"text": piece}
         if prepared.done:
@@ -275,7 +279,8 @@ async def _generate(result: StreamingResult, request: Request, deadline: float) 
             for piece in stream:
                 loop.call_soon_threadsafe(pieces.put_nowait, ("piece", piece))
                 if stop.is_set():
-                    stream.close()
+                    if isinstance(stream, Generator):
+                        stream.close()
                     result.close()
                     break
         except BaseException as exc:  # noqa: BLE001 - handed to the request, which reports it

@@ -8,13 +8,14 @@ import ipaddress
 import logging
 import os
 import socket
+from typing import Any
 
 from tiny_graphrag.errors import ConfigError, InputError, require
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
 
-def add_parser(sub: argparse._SubParsersAction, kw: dict[str, object]) -> None:
+def add_parser(sub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
     s = sub.add_parser(
         "serve", help="serve indexes to a browser and over a JSON API (needs tiny-graphrag[serve])", **kw
     )

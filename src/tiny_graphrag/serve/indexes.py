@@ -13,6 +13,7 @@ import difflib
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from tiny_graphrag.errors import InputError, MissingDependencyError, ModelLoadError, ModelNotFoundError, listing
@@ -46,7 +47,8 @@ class ServedIndex:
         self.entities_in: dict[int, list[str]] = {}  # source id -> the entities mentioned in that chunk
         for k, d in graph.nodes(data=True):
             for sid in dict.fromkeys(engine.index.sid_of.get(p[1]) for p in d["provenance"]):
-                self.entities_in.setdefault(sid, []).append(k)
+                if sid is not None:
+                    self.entities_in.setdefault(sid, []).append(k)
         at0 = sorted((c for c in engine.index.communities if c.level == 0), key=lambda c: -len(c.nodes))
         self.colour = {k: PALETTE[n % len(PALETTE)] for n, c in enumerate(at0) for k in c.nodes}
 
@@ -129,7 +131,7 @@ class ServedIndex:
                 "weight": d["weight"],
             }
 
-    def neighbourhood(self, hids: list[int], sids: list[int] = ()) -> dict:
+    def neighbourhood(self, hids: Sequence[int], sids: Sequence[int] = ()) -> dict:
         """The entities of `hids` and those mentioned in the sources `sids`, their neighbours (the
         best-connected first, up to MAX_GRAPH_NODES) and the relations among all of them: what the
         graph panel draws."""

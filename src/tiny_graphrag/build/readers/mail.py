@@ -42,7 +42,9 @@ def read_eml(path: Path, data: bytes, config: DocumentsConfig, notes: list[str])
 
 def read_mbox(path: Path, data: bytes, config: DocumentsConfig, notes: list[str]) -> list[Document]:
     box = mailbox.mbox(
-        path, create=False, factory=lambda f: email.message_from_binary_file(f, policy=email.policy.default)
+        path,
+        create=False,
+        factory=lambda f: email.message_from_binary_file(f, policy=email.policy.default),  # type: ignore[call-overload]  # typeshed: mailbox passes a binary file
     )
     docs = []
     try:
