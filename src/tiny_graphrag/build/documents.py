@@ -87,8 +87,7 @@ def collect_documents(
                         skipped.append(p)
                         continue
                     new += read_file(p, config, notes, by_file)
-                except InputError as exc:
-                    log.error("%s", exc)
+                except InputError as exc:  # logged below when the rest is built, else it is the error
                     failed[str(p)] = str(exc)
         else:
             text = item.text if isinstance(item, Text) else str(item)
@@ -106,7 +105,9 @@ def collect_documents(
             raise InputError(next(iter(failed.values())))
         why = "; ".join([*failed.values(), *notes])
         raise InputError(f"no documents to index{': ' + why if why else ''}; pass readable files or Text(...) strings")
-    if failed:  # each was logged as it happened
+    for message in failed.values():
+        log.error("%s", message)
+    if failed:
         notes.append(
             f"{len(failed)} file(s) could not be read, so were not indexed: {', '.join(failed)} (the log says why)"
         )

@@ -108,7 +108,10 @@ def read_file(
     unchanged document file again. An InputError names the file and the fix."""
     kind = kind_of(path)
     if kind is None:
-        raise InputError(f"{path}: not a format tiny-graphrag reads (read are: {', '.join(sorted(READERS))})")
+        raise InputError(
+            f"{path}: not a format tiny-graphrag reads (unsupported file type; it reads "
+            f"{', '.join(sorted(READERS))}): convert it to one of them, or leave it out of the inputs"
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:
