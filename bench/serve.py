@@ -49,7 +49,7 @@ def ask(url: str, mode: str, question: str) -> dict:
     started = time.perf_counter()
     record = {"mode": mode, "question": question, "wait": None, "positions": []}
     body = {"question": question, "mode": mode, "stream": True}
-    with httpx.stream("POST", f"{url}api/indexes/idx/query", json=body, timeout=600) as reply:
+    with httpx.stream("POST", f"{url}query", json=body, timeout=600) as reply:
         if reply.status_code != 200:
             return {**record, "error": f"{reply.status_code}: {reply.read().decode()}"}
         kind = None
@@ -66,6 +66,19 @@ def ask(url: str, mode: str, question: str) -> dict:
                     record[kind] = data
     record["seconds"] = time.perf_counter() - started
     return record
+
+
+def ready(url: str, timeout: float = 60.0) -> None:
+    """Wait until the server answers (it prints its address once the port is bound, before it listens)."""
+    give_up = time.perf_counter() + timeout
+    while True:
+        try:
+            httpx.get(f"{url}api/status", timeout=5).raise_for_status()
+            return
+        except httpx.HTTPError:
+            if time.perf_counter() > give_up:
+                raise
+            time.sleep(0.2)
 
 
 def load(url: str, clients: int, seconds: float) -> list[dict]:
@@ -111,8 +124,9 @@ def main() -> None:
     )
     try:
         url = server.stdout.readline().split(" at ")[1].split()[0]
+        ready(url)
         t0 = time.perf_counter()
-        records = load(url, args.clients, args.seconds)
+        records = load(f"{url}api/indexes/{args.index.name}/", args.clients, args.seconds)
         wall = time.perf_counter() - t0
     finally:
         server.terminate()
