@@ -165,3 +165,18 @@ def test_an_index_from_before_units_is_read_and_updated(tmp_path):
     assert chunk.unit == "" and chunk.location == f"a.txt chars 0-{len(PAGES[1])}"
     write_pdf(tmp_path / "b.pdf", PAGES[:1])
     assert load_index(idx).add([tmp_path / "b.pdf"]).summary.changes["documents"] == {"added": 1, "removed": 0}
+
+
+def test_the_served_source_says_the_page(corpus, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from tiny_graphrag.serve.app import create_app
+    from tiny_graphrag.serve.indexes import open_indexes
+
+    empty = tmp_path / "models"
+    empty.mkdir()
+    c = TestClient(create_app(open_indexes([corpus / "idx"], llm=None, n_ctx=None, models_dir=str(empty))))
+    found = c.post("/api/indexes/idx/query", json={"question": QUESTION, "mode": "naive", "only_context": True})
+    sid = next(s["id"] for s in found.json()["sources"]["chunks"] if "Babbage" in s["text"])
+    served = c.get(f"/api/indexes/idx/sources/{sid}").json()
+    assert served["location"].startswith("annual-report.pdf, p. 2, chars 0-")

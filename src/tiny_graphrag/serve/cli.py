@@ -46,7 +46,7 @@ def is_loopback(host: str) -> bool:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """The bound socket (before any index is loaded), or an error naming the port and --port."""
+    """The bound, listening socket (before any index is loaded), or an error naming the port and --port."""
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port {port}: a port is in [0, 65535]")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -61,6 +61,9 @@ def listen(host: str, port: int) -> socket.socket:
                 f"port {port} on {host} is in use (another server?): choose another with --port N"
             ) from None
         raise InputError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): check --host and --port") from None
+    # listening from now on: a client that connects once the address is printed waits in the backlog
+    # until the server accepts, instead of being refused
+    sock.listen(2048)
     return sock
 
 

@@ -22,6 +22,7 @@ from tiny_graphrag.outputs.info import index_info
 from tiny_graphrag.outputs.parquet import entity_description
 from tiny_graphrag.outputs.view import PALETTE
 from tiny_graphrag.search.engine import QueryEngine
+from tiny_graphrag.search.result import SourceChunk
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,10 @@ class ServedIndex:
         doc = store.document(chunk.doc_id)
         lo, hi = max(0, chunk.start - WINDOW), min(len(doc.text), chunk.end + WINDOW)
         meta = {k: v for k, v in dataclasses.asdict(doc).items() if k != "text"}  # page/row, when documents carry them
+        unit, unit_start = doc.unit_at(chunk.start, chunk.end) or ("", 0)
+        cited = SourceChunk(
+            sid, chunk.id, chunk.doc_id, chunk.start, chunk.end, chunk.text, doc.source, unit, unit_start
+        )
         return {
             "id": sid,
             "chunk_id": chunk.id,
@@ -73,6 +78,7 @@ class ServedIndex:
             "end": chunk.end,
             "text": chunk.text,
             "source": doc.source,
+            "location": cited.location,  # "annual-report.pdf, p. 12, chars 40-310", as citations say it
             "document": {**meta, "name": Path(doc.source).name or doc.id, "length": len(doc.text)},
             "window": {"offset": lo, "text": doc.text[lo:hi]},
         }

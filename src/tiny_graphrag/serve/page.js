@@ -191,7 +191,7 @@ function showSource(s) {
   const w = s.window, doc = el("div", undefined, "doc");
   const mark = el("mark", w.text.slice(s.start - w.offset, s.end - w.offset));
   doc.append(w.offset ? "…" : "", w.text.slice(0, s.start - w.offset), mark, w.text.slice(s.end - w.offset), w.offset + w.text.length < s.document.length ? "…" : "");
-  const where = `${s.document.name}, characters ${s.start}-${s.end}` + (s.document.page ? `, page ${s.document.page}` : "");
+  const where = s.location;
   $("cited").replaceChildren(el("div", where, "muted"), doc);
   mark.scrollIntoView({ block: "center" });
 }
