@@ -376,9 +376,14 @@ def test_empty_query_is_an_error(engine, mode, query):
 
 @pytest.mark.parametrize("mode", ["local", "global", "naive"])
 def test_query_longer_than_the_window_is_an_error(index, embedder, mode):
+    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=2500), embedder=embedder) as qe:
+        getattr(qe, f"{mode}_search")("why " * 4)  # a short query fits
+        with pytest.raises(InputError, match="the query is too long.*shorten the query"):
+            getattr(qe, f"{mode}_search")("why " * 2500)
     with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=512), embedder=embedder) as qe:
-        with pytest.raises(InputError, match="too long"):
-            getattr(qe, f"{mode}_search")("why " * 600)
+        if mode == "global":  # the map prompt alone does not fit 512 tokens
+            with pytest.raises(InputError, match="n_ctx=512 is too small for any query"):
+                qe.global_search("why " * 4)
 
 
 @pytest.mark.parametrize("mode", ["local", "global", "naive"])
@@ -552,3 +557,17 @@ def test_the_answer_is_constrained_to_cite_only_shown_sources(index, embedder, m
     grammar = llm.backend.grammars[-1]
     assert grammar is not None and grammar.startswith("root ::= [^")
     assert set(map(int, re.findall(r'"(\d+)"', grammar))) == r.sources.citable()["sources"] != set()
+
+
+@pytest.mark.parametrize(
+    ("n_ctx", "query", "cause", "other"),
+    [
+        (400, "Who is Acme?", "n_ctx=400 is too small for any query", "query is too long"),
+        (1000, "Who is Acme? " + "And what else about it? " * 60, "the query is too long", "too small for any query"),
+    ],
+)
+def test_a_window_too_small_names_its_cause_in_python_too(index, embedder, n_ctx, query, cause, other):
+    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=n_ctx), embedder=embedder) as qe:
+        with pytest.raises(InputError) as err:
+            qe.naive_search(query)
+    assert cause in str(err.value) and other not in str(err.value) and "raise --n-ctx" in str(err.value)

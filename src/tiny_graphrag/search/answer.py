@@ -160,10 +160,18 @@ class SearchRun:
         fixed = prompt_tokens(messages, self.counter)
         room = self.n_ctx - max_tokens - fixed - CHAT_TEMPLATE_MARGIN
         if room < MIN_CONTEXT_TOKENS:
+            # the query's tokens, as often as the prompt quotes it (the map prompt does twice)
+            query = self.counter(self.query) * max(
+                1, sum(str(m["content"]).count(self.query) for m in messages) if self.query else 0
+            )
+            # name the cause: a long query, or a window too small for even a short one
+            long_query = room + query >= MIN_CONTEXT_TOKENS + 16  # a short (16-token) query would fit
+            cause = "the query is too long" if long_query else f"n_ctx={self.n_ctx} is too small for any query"
             raise InputError(
-                f"the query is too long: the {what} prompt without any data is already {fixed} tokens "
-                f"({self.counter.name}), and with n_ctx={self.n_ctx} and {max_tokens} answer tokens only "
-                f"{max(room, 0)} tokens would be left for data. Shorten the query, or raise --n-ctx (LLMConfig.n_ctx in Python)."
+                f"{cause}: the {what} prompt without any data is already {fixed} tokens ({query} of them the "
+                f"query; {self.counter.name}), and with n_ctx={self.n_ctx} and {max_tokens} answer tokens only "
+                f"{max(room, 0)} tokens would be left for data. To fix: raise --n-ctx (LLMConfig.n_ctx in "
+                f"Python){', or shorten the query' if long_query else ''}"
             )
         budgets = [int(b) for b in (self.context_tokens, wanted) if b]
         budget = min(budgets) if budgets else room
