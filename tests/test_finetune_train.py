@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -245,3 +248,51 @@ def test_min_steps_give_a_few_examples_more_passes_and_max_steps_caps(tiny_model
     assert finetune_gliner(tiny_models_dir / "tiny-gliner", train, None, tmp_path / "b", capped).steps == 3
     enough = TrainSettings(epochs=3, batch_size=2, min_steps=0, progress=False)
     assert finetune_gliner(tiny_models_dir / "tiny-gliner", train, None, tmp_path / "c", enough).steps == 6
+
+
+_TRAIN_AND_HASH = """
+import hashlib, sys
+from pathlib import Path
+import torch
+from tiny_graphrag.finetune.data import read_examples
+from tiny_graphrag.finetune.gliner import finetune_gliner
+from tiny_graphrag.finetune.glirel import finetune_glirel
+from tiny_graphrag.finetune.loop import TrainSettings
+
+models, train, out = Path(sys.argv[1]), read_examples(sys.argv[2]), Path(sys.argv[3])
+settings = TrainSettings(epochs=1000, max_steps=6, batch_size=8, lr=3e-3, head_lr=3e-3, freeze_layers=0, progress=False)
+finetune_gliner(models / "tiny-gliner", train, None, out / "g", settings)
+finetune_glirel(models / "tiny-glirel", train, None, out / "r", settings)
+digest = hashlib.sha256()
+for f in sorted(out.rglob("*")):
+    if f.suffix in (".bin", ".pt", ".safetensors"):
+        if f.suffix == ".safetensors":
+            from safetensors.torch import load_file
+            state = load_file(str(f))
+        else:
+            state = torch.load(f, map_location="cpu", weights_only=True)
+        for key in sorted(state):
+            digest.update(key.encode() + state[key].float().numpy().tobytes())
+print(digest.hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_training_is_reproducible_across_processes(tiny_models_dir, data, tmp_path):
+    """Python salts string hashing per process: GLiNER's and GLiREL's collators ordered the sampled
+    labels through a set, so one seed gave another model in every process. Two processes with
+    different hash seeds must now train the same weights."""
+    digests = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = tmp_path / f"run{hash_seed}"
+        done = subprocess.run(
+            [sys.executable, "-c", _TRAIN_AND_HASH, str(tiny_models_dir), str(data["train"]), str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        digests.append(done.stdout.strip().splitlines()[-1])
+    assert digests[0] == digests[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import random
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -13,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 from tiny_graphrag.errors import ModelLoadError, require
 from tiny_graphrag.finetune.data import Example, Span, labels_of
 from tiny_graphrag.finetune.labels import trained_labels
-from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, train_and_save, written_aside
+from tiny_graphrag.finetune.loop import (
+    Trainable,
+    TrainResult,
+    TrainSettings,
+    sample_labels,
+    train_and_save,
+    written_aside,
+)
 from tiny_graphrag.finetune.score import Evaluator, score_entities
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,9 +84,16 @@ class GlinerTrainable(Trainable):
     def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]):
         super().__init__(model, model.model.token_rep_layer.bert_layer.model, settings, labels)
         self.collate = model._create_data_collator()
+        self.rng = random.Random(settings.seed)
 
     def loss(self, batch: Sequence[Example]) -> torch.Tensor:
         data = [to_train(_cut(ex, self.settings.max_words)) for ex in batch]
+        for d in data:  # as GLiNER's collator: own types, len(ner) x U(0, max_neg_type_ratio) others
+            ratio = self.rng.randint(0, int(self.model.config.max_neg_type_ratio or 0))
+            own = [e[-1] for e in d["ner"]]
+            d["ner_labels"] = sample_labels(
+                self.rng, own, self.labels, len(own) * ratio, int(self.model.config.max_types)
+            )
         inputs = self.collate(data)
         inputs = {k: (v.to(self.settings.device) if hasattr(v, "to") else v) for k, v in inputs.items()}
         return self.model(**inputs, alpha=self.settings.focal_alpha, gamma=self.settings.focal_gamma).loss

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import random
 import shutil
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,7 +18,14 @@ from tiny_graphrag.errors import ModelLoadError, require
 from tiny_graphrag.extract.gliner import glirel_backbone
 from tiny_graphrag.finetune.data import Example, Relation, labels_of, to_glirel
 from tiny_graphrag.finetune.labels import trained_labels
-from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, train_and_save, written_aside
+from tiny_graphrag.finetune.loop import (
+    Trainable,
+    TrainResult,
+    TrainSettings,
+    sample_labels,
+    train_and_save,
+    written_aside,
+)
 from tiny_graphrag.finetune.score import Evaluator, score_relations
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -138,11 +146,22 @@ def _dedupe(ex: Example) -> Example:
 class GlirelTrainable(Trainable):
     def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]):
         super().__init__(model, model.token_rep_layer.bert_layer.model, settings, labels)
+        self.rng = random.Random(settings.seed)
 
     def loss(self, batch: Sequence[Example]) -> torch.Tensor:
-        data = [to_glirel(_dedupe(ex)) for ex in batch]
+        data = [to_glirel(_dedupe(ex)) | {"label": self.labels_for(ex)} for ex in batch]
         x = self.model.collate_fn(data, train_relation_types=list(self.labels), device=self.settings.device)
         return self.model(x)["total_loss"]
+
+    def labels_for(self, ex: Example) -> list[str]:
+        """As GLiREL's collator: its own labels and others up to num_train_rel_types, a random number of
+        them kept (random_drop); GLiREL then sorts them."""
+        wanted = int(self.model.config.num_train_rel_types)
+        own = [r.label for r in ex.relations]
+        labels = sample_labels(self.rng, own, self.labels, wanted - len(set(own)), wanted)
+        if labels and getattr(self.model.config, "random_drop", False):
+            labels = labels[: self.rng.randint(1, len(labels))]
+        return labels
 
     def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float:
         at = self.settings.threshold if threshold is None else threshold

@@ -148,6 +148,19 @@ def train_and_save(
     return result
 
 
+def sample_labels(rng: random.Random, own: Sequence[str], pool: Sequence[str], negatives: int, cap: int) -> list[str]:
+    """The labels one example is trained against: its own and up to `negatives` others from `pool`,
+    shuffled, at most `cap`. GLiNER's and GLiREL's collators sample these through a `set`, whose order
+    changes with each process's string hashing, so one seed trained differently from one run to the
+    next (the starter's GLiREL dev F1 moved from 20.9 to 6.0); we pass them in, drawn from a seeded
+    generator."""
+    own = sorted(set(own))
+    others = [x for x in pool if x not in own]
+    labels = own + rng.sample(others, max(0, min(len(others), negatives)))
+    rng.shuffle(labels)
+    return labels[:cap]
+
+
 def seed_everything(seed: int) -> None:
     import numpy as np
     import torch
