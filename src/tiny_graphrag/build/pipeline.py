@@ -15,7 +15,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -106,51 +106,28 @@ def build_index(
     schema = _resolve_schema(schema, entity_types, relation_types)
     paths = [] if isinstance(inputs, LoadedInputs) else input_paths(inputs)
     out_dir = check_output(Path(out_dir), paths, force=force)
-    with index_lock(out_dir):  # one writer per index; a second fails with a clear message
+    with index_lock(out_dir), ExitStack() as opened:  # one writer per index; a second fails with a clear message
         previous = previous_index(out_dir) if is_index(out_dir) and not force else None
-        try:
-            return _build(
-                inputs, out_dir, schema, config, extractor, embedder, llm, progress, force, previous, sync, executor
-            )
-        finally:
-            if previous is not None:
-                previous.close()
-
-
-def _build(
-    inputs: Input | Sequence[Input] | LoadedInputs,
-    out_dir: Path,
-    schema: Schema,
-    config: BuildConfig,
-    extractor: Extractor | None,
-    embedder: TextEmbedder | None,
-    llm: LLM | None,
-    progress: bool,
-    force: bool,
-    previous: IndexStore | None,
-    sync: bool,
-    executor: Executor | None,
-) -> BuildResult:
-    if config.extraction.device not in (None, "cpu"):
-        choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
-    clean_stale_staging(out_dir)
-    # The cache opens first: a cache that cannot be used leaves no staging folder behind.
-    cache = CallCache(Path(config.cache_dir or cache_folder(out_dir)) / "calls.sqlite")
-    try:
+        if previous is not None:
+            opened.callback(previous.close)
+        if config.extraction.device not in (None, "cpu"):
+            choose_device(config.extraction.device)  # an unusable --device fails now, not after extraction
+        clean_stale_staging(out_dir)
+        # The cache opens first: a cache that cannot be used leaves no staging folder behind.
+        cache = opened.enter_context(
+            closing(CallCache(Path(config.cache_dir or cache_folder(out_dir)) / "calls.sqlite"))
+        )
         tmp = staging_dir(out_dir)
-    except BaseException:
-        cache.close()
-        raise
-    try:
-        summary = _run(inputs, tmp, schema, config, cache, extractor, embedder, llm, progress, previous, sync, executor)
-        publish(tmp, out_dir, force=force)
-    except BaseException as exc:  # Ctrl-C included: never leave a half-written index behind
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError) and (err := disk_full_error(exc, out_dir)) is not None:
-            raise err from exc
-        raise
-    finally:
-        cache.close()
+        try:
+            summary = _run(
+                inputs, tmp, schema, config, cache, extractor, embedder, llm, progress, previous, sync, executor
+            )
+            publish(tmp, out_dir, force=force)
+        except BaseException as exc:  # Ctrl-C included: never leave a half-written index behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(exc, OSError) and (err := disk_full_error(exc, out_dir)) is not None:
+                raise err from exc
+            raise
     log.info("index written to %s", out_dir)
     return BuildResult(path=out_dir, summary=summary)
 

@@ -43,76 +43,15 @@ Embed = Callable[[list[str]], np.ndarray]
 _PERSON_TYPES = {"person", "people", "per", "human", "individual"}
 _ORG_TYPES = {"organization", "organisation", "org", "company", "institution", "agency", "regulator"}
 
-_TITLES = {
-    "mr",
-    "mrs",
-    "ms",
-    "miss",
-    "mx",
-    "dr",
-    "prof",
-    "professor",
-    "sir",
-    "dame",
-    "lord",
-    "lady",
-    "president",
-    "vice",
-    "senator",
-    "sen",
-    "rep",
-    "representative",
-    "congressman",
-    "congresswoman",
-    "governor",
-    "gov",
-    "mayor",
-    "judge",
-    "justice",
-    "chief",
-    "minister",
-    "prime",
-    "chancellor",
-    "secretary",
-    "ambassador",
-    "commissioner",
-    "general",
-    "gen",
-    "colonel",
-    "col",
-    "captain",
-    "capt",
-    "lieutenant",
-    "lt",
-    "sergeant",
-    "sgt",
-    "admiral",
-    "adm",
-    "king",
-    "queen",
-    "prince",
-    "princess",
-    "pope",
-    "rev",
-    "reverend",
-}
+_TITLES = set(
+    """mr mrs ms miss mx dr prof professor sir dame lord lady president vice senator sen rep representative congressman
+    congresswoman governor gov mayor judge justice chief minister prime chancellor secretary ambassador commissioner
+    general gen colonel col captain capt lieutenant lt sergeant sgt admiral adm king queen prince princess pope rev
+    reverend""".split()
+)
 # "George Bush" vs "George Bush Jr." may be two people: never merge across a generational suffix.
 _GENERATIONAL = {"jr", "sr", "ii", "iii", "iv"}
-_ORG_SUFFIXES = {
-    "inc",
-    "incorporated",
-    "corp",
-    "corporation",
-    "co",
-    "company",
-    "ltd",
-    "limited",
-    "llc",
-    "plc",
-    "gmbh",
-    "ag",
-    "sa",
-}
+_ORG_SUFFIXES = set("inc incorporated corp corporation co company ltd limited llc plc gmbh ag sa".split())
 _ACRONYM_STOPWORDS = {"of", "the", "and", "for", "&", "in", "on", "de"}
 _DIGITS = re.compile(r"\d+")
 

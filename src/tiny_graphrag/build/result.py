@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,14 +16,15 @@ if TYPE_CHECKING:  # pragma: no cover
 class BuildSummary:
     documents: int
     chunks: int
-    entities_per_type: dict[str, int]
-    relations_per_label: dict[str, int]
-    merged_aliases: int
-    dropped_relations: dict[str, int]
-    communities_per_level: dict[int, int]
-    reports: int
-    seconds_per_stage: dict[str, float]
-    model_calls: dict[str, int]  # e.g. {"extraction": n, "extraction_cached": n, "llm": n, "llm_cached": n}
+    entities_per_type: dict[str, int] = field(default_factory=dict)
+    relations_per_label: dict[str, int] = field(default_factory=dict)
+    merged_aliases: int = 0
+    dropped_relations: dict[str, int] = field(default_factory=dict)
+    communities_per_level: dict[int, int] = field(default_factory=dict)
+    reports: int = 0
+    seconds_per_stage: dict[str, float] = field(default_factory=dict)
+    # e.g. {"extraction": n, "extraction_cached": n, "llm": n, "llm_cached": n}
+    model_calls: dict[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     skipped_files: tuple[str, ...] = ()  # files in the input folders of formats not read
     fallback_reports: int = 0  # reports built from the data because the model's output was unusable

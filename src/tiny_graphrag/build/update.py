@@ -137,14 +137,7 @@ def _unchanged(store: IndexStore) -> BuildSummary:
     return BuildSummary(
         documents=counts.get("documents", 0),
         chunks=counts.get("chunks", 0),
-        entities_per_type={},
-        relations_per_label={},
-        merged_aliases=0,
-        dropped_relations={},
-        communities_per_level={},
         reports=counts.get("reports", 0),
-        seconds_per_stage={},
-        model_calls={},
         warnings=("every input is already indexed: nothing was changed",),
         changes={
             k: {"added": 0, "removed": 0}

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tiny_graphrag.cli.parser import build_parser
-from tiny_graphrag.config import BuildConfig, DocumentsConfig
+from tiny_graphrag.config import BuildConfig
 from tiny_graphrag.errors import ConfigError, InputError, OutputError, TinyGraphRAGError
 from tiny_graphrag.outputs.info import index_info
 
@@ -42,58 +42,13 @@ def _serve(args) -> int:
 def _build(args) -> None:
     from tiny_graphrag.build.pipeline import build_index  # loads the pipeline's modules: not needed for --help or info
 
-    cfg = BuildConfig()
-    ex = replace(
-        cfg.extraction,
-        **_given(
-            extractor=args.extractor,
-            spacy_model=args.spacy_model,
-            gliner_model=args.gliner_model,
-            glirel_model=args.glirel_model,
-            entity_threshold=args.entity_threshold,
-            relation_threshold=args.relation_threshold,
-            device=args.device,
-            quantize=args.quantize,
-            runtime=args.runtime,
-        ),
-    )
-    ch = cfg.chunking
-    max_tokens = ch.max_tokens if args.max_tokens is None else args.max_tokens
-    overlap = ch.overlap_tokens if args.overlap is None else args.overlap
-    if overlap >= max_tokens:
-        given = "" if args.overlap is not None else f" (the default; pass --overlap N with N < {max_tokens})"
-        raise ConfigError(f"--overlap {overlap}{given} must be less than --max-tokens {max_tokens}")
-    ch = replace(ch, max_tokens=max_tokens, overlap_tokens=overlap)
-    llm = replace(
-        cfg.llm,
-        **_given(
-            model=args.llm,
-            chat_format=args.chat_format,
-            n_ctx=args.n_ctx,
-            max_report_tokens=args.report_max_tokens,
-            report_context_tokens=args.report_context_tokens,
-            report_min_size=args.report_min_size,
-        ),
-    )
-    com = replace(cfg.communities, **_given(max_cluster_size=args.max_cluster_size))
-    cfg = replace(
-        cfg,
-        extraction=ex,
-        chunking=ch,
-        llm=llm,
-        communities=com,
-        reports=not args.no_reports,
-        tree=replace(cfg.tree, enabled=args.tree),
-        documents=DocumentsConfig(tuple(args.text_column or ()), args.title_column),
-        models_dir=args.models_dir,
-        **({"embedder_model": args.embedder} if args.embedder else {}),
-    )
+    cfg = build_config(args)
     executor = None
     if args.ray is not None:
         from tiny_graphrag.extract.ray_executor import RayExecutor
 
         executor = RayExecutor(
-            args.ray or None, concurrency=args.ray_actors, batch_size=ex.batch_size, num_gpus=args.ray_gpus
+            args.ray or None, concurrency=args.ray_actors, batch_size=cfg.extraction.batch_size, num_gpus=args.ray_gpus
         )
     result = build_index(
         args.inputs,
@@ -106,6 +61,25 @@ def _build(args) -> None:
         executor=executor,
     )
     _print_summary(result, args.json)
+
+
+def build_config(args) -> BuildConfig:
+    """The BuildConfig with the fields the options given set (`args.config.<section>.<name>`, see parser.py)."""
+    given = {k[len("config.") :]: v for k, v in vars(args).items() if k.startswith("config.") and v is not None}
+    ch, cfg = BuildConfig().chunking, BuildConfig()
+    max_tokens = given.get("chunking.max_tokens", ch.max_tokens)
+    overlap = given.get("chunking.overlap_tokens", ch.overlap_tokens)
+    if overlap >= max_tokens:  # named by the flags, not by the config's fields
+        default = (
+            "" if "chunking.overlap_tokens" in given else f" (the default; pass --overlap N with N < {max_tokens})"
+        )
+        raise ConfigError(f"--overlap {overlap}{default} must be less than --max-tokens {max_tokens}")
+    sections: dict[str, dict] = {}
+    for key, value in given.items():
+        section, _, name = key.rpartition(".")
+        sections.setdefault(section, {})[name] = value
+    top = sections.pop("", {})
+    return replace(cfg, **top, **{name: replace(getattr(cfg, name), **kw) for name, kw in sections.items()})
 
 
 def _given(**options: object) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,26 @@ def _device(text: str) -> str:
     return text
 
 
+def _config_option(parser: argparse.ArgumentParser) -> Callable[..., None]:
+    """`add(flag, field, help, type, **kw)` for an option that sets a BuildConfig field ("section.name" or
+    "name"): its value is `args.config.<field>`, None when not given (commands.build_config reads
+    them), and its help ends with the config's default unless it names its own."""
+    from tiny_graphrag.config import BuildConfig
+
+    def add(flag: str, field: str, help: str, type: Any = None, **kw: Any) -> None:
+        default: Any = BuildConfig()
+        for name in field.split("."):
+            default = getattr(default, name)
+        if "default" not in help and default is not None and not isinstance(default, bool):
+            help += f" (default: {default})"
+        if "choices" not in kw and kw.get("action") not in ("store_false", argparse.BooleanOptionalAction):
+            kw["metavar"] = flag[2:].upper().replace("-", "_")  # argparse's own, not the dest's
+        kw |= {"type": type} if type else {}
+        parser.add_argument(flag, dest=f"config.{field}", default=None, help=help, **kw)
+
+    return add
+
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows defaults, but not the "None" of options whose default is decided later."""
 
@@ -72,12 +93,6 @@ def build_parser() -> argparse.ArgumentParser:
         "Lines, JSON, Parquet: one document per row); PDF/DOCX/HTML need `pip install 'tiny-graphrag[documents]'`",
     )
     b.add_argument(
-        "--text-column",
-        action="append",
-        help="a table's text column (repeatable: joined in order; default: the column 'text')",
-    )
-    b.add_argument("--title-column", help="a table's column that titles each row (others are kept as metadata)")
-    b.add_argument(
         "--out",
         required=True,
         type=Path,
@@ -101,66 +116,76 @@ def build_parser() -> argparse.ArgumentParser:
         help="schema file (.toml/.yaml/.json) or preset name (general, biomedical, finance, "
         "geography; default general)",
     )
-    b.add_argument("--extractor", choices=extractor_names(), default="gliner", help="entity/relation extractor")
-    b.add_argument("--spacy-model", help="installed spaCy pipeline or path (default en_core_web_sm)")
-    b.add_argument(
-        "--gliner-model", help="GLiNER model folder name under models/ or a path (default gliner_mediumv2.1)"
+    opt = _config_option(b)  # these set a BuildConfig field; the help names the config's default
+    opt(
+        "--text-column",
+        "documents.text_columns",
+        "a table's text column (repeatable: joined in order; default: the column 'text')",
+        action="append",
     )
-    b.add_argument("--glirel-model", help="GLiREL model folder name under models/ or a path (default glirel-large-v0)")
-    b.add_argument(
-        "--embedder", help="sentence-transformers model name under models/ or a path (default all-MiniLM-L6-v2)"
+    opt(
+        "--title-column",
+        "documents.title_column",
+        "a table's column that titles each row (others are kept as metadata)",
     )
-    b.add_argument(
-        "--llm",
-        help="GGUF file name under models/ or a path, for community reports "
-        "(default Llama-3.2-3B-Instruct-Q4_K_M.gguf)",
-    )
-    b.add_argument("--chat-format", help="llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
-    b.add_argument("--n-ctx", type=_int_at_least(256), help="LLM context window in tokens (default 4096)")
-    b.add_argument("--no-reports", action="store_true", help="skip community reports (no LLM needed)")
-    b.add_argument(
+    opt("--extractor", "extraction.extractor", "entity/relation extractor", choices=extractor_names())
+    opt("--spacy-model", "extraction.spacy_model", "installed spaCy pipeline or path")
+    opt("--gliner-model", "extraction.gliner_model", "GLiNER model folder name under models/ or a path")
+    opt("--glirel-model", "extraction.glirel_model", "GLiREL model folder name under models/ or a path")
+    opt("--embedder", "embedder_model", "sentence-transformers model name under models/ or a path")
+    opt("--llm", "llm.model", "GGUF file name under models/ or a path, for community reports")
+    opt("--chat-format", "llm.chat_format", "llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
+    opt("--n-ctx", "llm.n_ctx", "LLM context window in tokens", _int_at_least(256))
+    opt("--no-reports", "reports", "skip community reports (no LLM needed)", action="store_false")
+    opt(
         "--tree",
+        "tree.enabled",
+        "build a RAPTOR tree of recursive summaries for `query tree` (an LLM call per cluster; needs the 'tree' extra)",
         action=argparse.BooleanOptionalAction,
-        default=False,
-        help="build a RAPTOR tree of recursive summaries for `query tree` (an LLM call per cluster; "
-        "needs the 'tree' extra)",
     )
-    b.add_argument(
-        "--report-max-tokens", type=_int_at_least(1), help="output budget per community report (default 800)"
-    )
-    b.add_argument(
+    opt("--report-max-tokens", "llm.max_report_tokens", "output budget per community report", _int_at_least(1))
+    opt(
         "--report-context-tokens",
-        type=_int_at_least(1),
-        help="context budget per community report (default: what --n-ctx leaves)",
+        "llm.report_context_tokens",
+        "context budget per community report (default: what --n-ctx leaves)",
+        _int_at_least(1),
     )
-    b.add_argument(
-        "--report-min-size", type=_int_at_least(1), help="communities of fewer entities get no report (default 1: all)"
+    opt(
+        "--report-min-size",
+        "llm.report_min_size",
+        "communities of fewer entities get no report (default: 1, all)",
+        _int_at_least(1),
     )
-    b.add_argument("--entity-threshold", type=_number(0, 1), help="minimum entity score, in [0, 1] (default 0.5)")
-    b.add_argument("--relation-threshold", type=_number(0, 1), help="minimum relation score, in [0, 1] (default 0.5)")
-    b.add_argument("--max-tokens", type=_int_at_least(8), help="chunk size in word tokens (default 256)")
-    b.add_argument(
-        "--overlap", type=_int_at_least(0), help="chunk overlap in word tokens, less than --max-tokens (default 32)"
+    opt("--entity-threshold", "extraction.entity_threshold", "minimum entity score, in [0, 1]", _number(0, 1))
+    opt("--relation-threshold", "extraction.relation_threshold", "minimum relation score, in [0, 1]", _number(0, 1))
+    opt("--max-tokens", "chunking.max_tokens", "chunk size in word tokens", _int_at_least(8))
+    opt(
+        "--overlap", "chunking.overlap_tokens", "chunk overlap in word tokens, less than --max-tokens", _int_at_least(0)
     )
-    b.add_argument(
+    opt(
         "--max-cluster-size",
-        type=_int_at_least(1),
-        help="largest community before Leiden splits it into the next level (default 10)",
+        "communities.max_cluster_size",
+        "largest community before Leiden splits it into the next level",
+        _int_at_least(1),
     )
-    b.add_argument(
-        "--device", type=_device, help="torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)"
+    opt(
+        "--device",
+        "extraction.device",
+        "torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)",
+        _device,
     )
-    b.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
-    b.add_argument(
+    opt("--models-dir", "models_dir", "where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+    opt(
         "--quantize",
+        "extraction.quantize",
+        "GLiNER/GLiREL linear layers as dynamic int8 on CPU (faster; scores move slightly, see bench/RESULTS.md)",
         choices=["int8"],
-        help="GLiNER/GLiREL linear layers as dynamic int8 on CPU (faster; scores move slightly, see bench/RESULTS.md)",
     )
-    b.add_argument(
+    opt(
         "--runtime",
+        "extraction.runtime",
+        "run GLiNER/GLiREL's encoders with ONNX Runtime on CPU (same predictions, faster; needs tiny-graphrag[onnx]) or PyTorch",
         choices=["torch", "onnx"],
-        help="run GLiNER/GLiREL's encoders with ONNX Runtime "
-        "on CPU (same predictions, faster; needs tiny-graphrag[onnx]) or PyTorch (the default)",
     )
     b.add_argument(
         "--ray",

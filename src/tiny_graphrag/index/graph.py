@@ -268,41 +268,11 @@ _ALLOWED: frozenset[tuple[str, str]] = frozenset(
     + [("networkx.classes.coreviews", n) for n in ("AtlasView", "AdjacencyView", "MultiAdjacencyView")]
     + [
         ("networkx.classes.reportviews", n)
-        for n in (
-            "NodeView",
-            "EdgeView",
-            "OutEdgeView",
-            "InEdgeView",
-            "MultiEdgeView",
-            "OutMultiEdgeView",
-            "InMultiEdgeView",
-            "DegreeView",
-            "DiDegreeView",
-            "InDegreeView",
-            "OutDegreeView",
-            "MultiDegreeView",
-            "DiMultiDegreeView",
-            "InMultiDegreeView",
-            "OutMultiDegreeView",
-        )
+        for n in """NodeView EdgeView OutEdgeView InEdgeView MultiEdgeView OutMultiEdgeView InMultiEdgeView DegreeView
+        DiDegreeView InDegreeView OutDegreeView MultiDegreeView DiMultiDegreeView InMultiDegreeView
+        OutMultiDegreeView""".split()
     ]
-    + [
-        ("builtins", n)
-        for n in (
-            "dict",
-            "list",
-            "tuple",
-            "set",
-            "frozenset",
-            "str",
-            "int",
-            "float",
-            "bool",
-            "complex",
-            "bytes",
-            "NoneType",
-        )
-    ]
+    + [("builtins", n) for n in "dict list tuple set frozenset str int float bool complex bytes NoneType".split()]
 )
 
 

@@ -23,47 +23,29 @@ GRAPHRAG_TABLES = ("entities", "relationships", "text_units", "communities", "co
 
 
 def _schemas(pa) -> dict:
-    s, i, f, ls, li = pa.string(), pa.int64(), pa.float64(), pa.list_(pa.string()), pa.list_(pa.int64())
-    finding = pa.list_(pa.struct([("summary", s), ("explanation", s)]))
-    head = [("id", s), ("human_readable_id", i)]
-    com = [("community", i), ("level", i), ("parent", i), ("children", li), ("title", s)]
+    types = {"s": pa.string(), "i": pa.int64(), "f": pa.float64(), "ls": pa.list_(pa.string())}
+    types |= {
+        "li": pa.list_(pa.int64()),
+        "findings": pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())])),
+    }
+
+    def columns(spec: str) -> list:  # "name:type ...", with the types above
+        return [(name, types[t]) for name, t in (c.split(":") for c in spec.split())]
+
+    head = "id:s human_readable_id:i "
+    com = "community:i level:i parent:i children:li title:s "
     return {
-        "entities": head
-        + [("title", s), ("type", s), ("description", s), ("text_unit_ids", ls), ("frequency", i), ("degree", i)],
-        "relationships": head
-        + [
-            ("source", s),
-            ("target", s),
-            ("description", s),
-            ("weight", f),
-            ("combined_degree", i),
-            ("text_unit_ids", ls),
-        ],
-        "text_units": head
-        + [
-            ("text", s),
-            ("n_tokens", i),
-            ("document_ids", ls),
-            ("entity_ids", ls),
-            ("relationship_ids", ls),
-            ("covariate_ids", ls),
-        ],
-        "communities": head
-        + com
-        + [("entity_ids", ls), ("relationship_ids", ls), ("text_unit_ids", ls), ("period", s), ("size", i)],
-        "community_reports": head
-        + com
-        + [
-            ("summary", s),
-            ("full_content", s),
-            ("rank", f),
-            ("rating_explanation", s),
-            ("findings", finding),
-            ("full_content_json", s),
-            ("period", s),
-            ("size", i),
-        ],
-        "documents": head + [("title", s), ("text", s), ("text_unit_ids", ls), ("creation_date", s), ("metadata", s)],
+        "entities": columns(head + "title:s type:s description:s text_unit_ids:ls frequency:i degree:i"),
+        "relationships": columns(head + "source:s target:s description:s weight:f combined_degree:i text_unit_ids:ls"),
+        "text_units": columns(
+            head + "text:s n_tokens:i document_ids:ls entity_ids:ls relationship_ids:ls covariate_ids:ls"
+        ),
+        "communities": columns(head + com + "entity_ids:ls relationship_ids:ls text_unit_ids:ls period:s size:i"),
+        "community_reports": columns(
+            head + com + "summary:s full_content:s rank:f rating_explanation:s findings:findings "
+            "full_content_json:s period:s size:i"
+        ),
+        "documents": columns(head + "title:s text:s text_unit_ids:ls creation_date:s metadata:s"),
     }
 
 

@@ -27,24 +27,10 @@ from tiny_graphrag.outputs.parquet import entity_description
 
 log = logging.getLogger(__name__)
 
-PALETTE = [
-    "#4e79a7",
-    "#f28e2b",
-    "#e15759",
-    "#76b7b2",
-    "#59a14f",
-    "#edc948",
-    "#b07aa1",
-    "#ff9da7",
-    "#9c755f",
-    "#bab0ac",
-    "#1f77b4",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#17becf",
-]
+PALETTE = (
+    "#4e79a7 #f28e2b #e15759 #76b7b2 #59a14f #edc948 #b07aa1 #ff9da7 #9c755f #bab0ac #1f77b4 #2ca02c #d62728 #9467bd "
+    "#8c564b #17becf"
+).split()
 _SPANS_PER_NODE = 5  # keeps a big graph's page small; the exports hold every span
 _CONTEXT = 80  # characters shown around a span
 
