@@ -2,22 +2,19 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup starter demo demo-typed test lint bench clean
+.PHONY: setup starter demo test lint bench clean
 
 setup:
 	bash scripts/setup.sh
 
-# The starter GLiNER + GLiREL pair, trained offline from all-MiniLM-L6-v2 on Re-DocRED (about 7
-# minutes on two idle cores, once: cached under models/starter-<recipe hash>/; never committed).
+# The starter GLiNER + GLiREL pair, trained offline from all-MiniLM-L6-v2 on Re-DocRED (once per
+# machine, cached under models/starter-<recipe hash>/, never committed; time in bench/RESULTS.md).
 starter: setup
 	$(BIN)/python -m tiny_graphrag.finetune.starter --quiet
 
-demo: setup
+# A typed graph of the Obama article by the starter pair, then questions (EXTRACTOR=spacy: spaCy NER).
+demo: setup starter
 	bash examples/demo.sh
-
-# The same questions over a typed graph extracted by the starter pair (see README: its quality is low).
-demo-typed: setup starter
-	bash examples/demo_typed.sh
 
 test: setup
 	$(BIN)/python -m pytest -q -n 2
@@ -31,4 +28,4 @@ lint: setup
 	$(BIN)/mypy
 
 clean:
-	rm -rf graphs/obama graphs/.obama.cache graphs/obama-typed graphs/.obama-typed.cache graphs/.cache
+	rm -rf graphs/obama graphs/.obama.cache graphs/.cache

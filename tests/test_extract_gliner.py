@@ -141,6 +141,33 @@ def test_relation_threshold_is_honoured(tiny_models_dir, general):
         assert all(r.score > 0.503 for r in m.relations)
 
 
+def test_max_entity_pair_distance_drops_far_pairs_both_ways(tiny_models_dir, general, tmp_path):
+    """GLiREL keeps pairs beyond its max_entity_pair_distance in one direction; the extractor drops
+    them in both."""
+    from tiny_graphrag.extract.gliner import clear_model_cache, word_spans
+
+    models = tmp_path / "models"
+    shutil.copytree(tiny_models_dir, models)
+    chunks = make_chunks()
+    cfg = tiny_config(relation_threshold=0.0, entity_threshold=0.0)
+    everything = make_extractor(general, cfg, models).extract(chunks)
+    config_file = models / TINY_GLIREL / "glirel_config.json"
+    config = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps(config | {"max_entity_pair_distance": 3}))
+    clear_model_cache()
+    near = make_extractor(general, cfg, models).extract(chunks)
+
+    def distance(chunk, r) -> int:
+        starts = [s for s, _ in word_spans(chunk.text)]
+        return abs(starts.index(r.head.start) - starts.index(r.tail.start))
+
+    assert any(distance(c, r) > 3 for c, x in zip(chunks, everything) for r in x.relations), "precondition"
+    kept = [(c, r) for c, x in zip(chunks, near) for r in x.relations]
+    assert kept and all(distance(c, r) <= 3 for c, r in kept)
+    for n, e in zip(near, everything):
+        assert rel_keys(n) <= rel_keys(e)
+
+
 def test_relation_constraints_filter_model_output(tiny_models_dir):
     free = Schema.from_dict({"entity_types": ["Person", "Location"], "relation_types": ["linked"]})
     strict = Schema.from_dict(

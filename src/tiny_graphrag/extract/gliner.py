@@ -284,10 +284,15 @@ class GlirelRelations:
         # GLiREL's NER format: [first word, last word (inclusive), type, text]
         ner = [[[s, e, m.type, m.text] for (s, e), m in sorted(sent[i].items())] for i in index]
         raw = model.batch_predict_relations(tokens, self.labels, threshold=self.threshold, ner=ner, top_k=-1)
+        # GLiREL's own max_entity_pair_distance keeps every pair in one direction whatever their
+        # distance (its coreference pairs): a model trained on sentences then links mentions far apart
+        far = getattr(model.config, "max_entity_pair_distance", None)
         for i, rels in zip(index, raw):
             spans = sent[i]
             found = []
             for r in rels:
+                if far is not None and abs(r["head_pos"][0] - r["tail_pos"][0]) > far:
+                    continue
                 # GLiREL reports [first word, last word + 1]; map back to our exact mentions.
                 head = spans.get((r["head_pos"][0], r["head_pos"][1] - 1))
                 tail = spans.get((r["tail_pos"][0], r["tail_pos"][1] - 1))

@@ -8,7 +8,7 @@ import json
 import logging
 import random
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,11 +75,10 @@ def _backbone_of(base: Path) -> Path:
     return base
 
 
-def load_base(
-    base: Path, device: str = "cpu", *, num_train_rel_types: int | None = None, hidden_size: int | None = None
-) -> Any:
+def load_base(base: Path, device: str = "cpu", *, overrides: Mapping[str, object] | None = None) -> Any:
     """A GLiREL to train: a GLiREL folder with its weights, or a new GLiREL on a transformers encoder
-    folder (relation layers random, the encoder's weights pretrained)."""
+    folder (relation layers random, the encoder's weights pretrained). `overrides` replace fields of
+    its glirel_config (e.g. hidden_size, loss_func, num_train_rel_types)."""
     torch = require("torch", "gliner", "GLiREL fine-tuning")
     glirel = require("glirel", "gliner", "GLiREL fine-tuning")
     base = Path(base)
@@ -95,11 +94,10 @@ def load_base(
             config = argparse.Namespace(**json.loads((base / "glirel_config.json").read_text(encoding="utf-8")))
         else:
             hidden = json.loads((base / "config.json").read_text(encoding="utf-8")).get("hidden_size", 768)
-            config = argparse.Namespace(**_CONFIG, hidden_size=hidden_size or hidden)  # smaller: projected down
+            config = argparse.Namespace(**_CONFIG, hidden_size=hidden)  # a smaller one projects it down
+        vars(config).update(overrides or {})
         config.model_name = str(backbone.resolve())
         config.device = device
-        if num_train_rel_types:
-            config.num_train_rel_types = num_train_rel_types
         logging.getLogger("transformers").setLevel(logging.ERROR)  # "new embeddings initialised" noise
         model = glirel.GLiREL(config)
         if is_glirel:
@@ -234,16 +232,15 @@ def finetune_glirel(
     out: Path,
     settings: TrainSettings,
     *,
-    num_train_rel_types: int | None = None,
-    hidden_size: int | None = None,
+    overrides: Mapping[str, object] | None = None,
     extra_info: dict[str, object] | None = None,
 ) -> TrainResult:
-    """Train GLiREL from `base` on `train` (examples with two entities or more), keep the checkpoint
-    with the best relation F1 on `dev`, save to `out`."""
+    """Train GLiREL from `base` (its config changed by `overrides`) on `train` (examples with two
+    entities or more), keep the checkpoint with the best relation F1 on `dev`, save to `out`."""
     train = [p for ex in train if (p := pairable(ex, settings.max_words)) is not None]
     dev = [p for ex in dev or [] if (p := pairable(ex, settings.max_words)) is not None] or None
     with written_aside(out) as tmp:
-        model = load_base(base, settings.device, num_train_rel_types=num_train_rel_types, hidden_size=hidden_size)
+        model = load_base(base, settings.device, overrides=overrides)
         _, labels = labels_of(train)
         trainable = GlirelTrainable(model, settings, sorted(set(labels) | set(trained_labels(base) or [])))
         return train_and_save(

@@ -270,6 +270,15 @@ def batches(examples: Sequence[Example], batch_size: int, rng: random.Random) ->
                 yield chunk
 
 
+def best_threshold(model: Trainable, dev: Sequence[Example]) -> tuple[float, float]:
+    """The eval F1 at the best of THRESHOLDS, and that threshold (a tie: the higher one). A short run's
+    scores can sit below 0.5 (focal loss keeps them low): an F1 at 0.5 alone would score every
+    checkpoint 0, and the threshold is recorded with the model for the extractor to use."""
+    by_threshold = {t: model.f1(dev, t) for t in THRESHOLDS}
+    at = max(by_threshold, key=lambda t: (by_threshold[t], t))
+    return by_threshold[at], at
+
+
 def train_loop(
     model: Trainable,
     train: Sequence[Example],
@@ -296,7 +305,7 @@ def train_loop(
     head_lr = settings.head_lr if settings.head_lr is not None else 30 * settings.lr
     optimizer = torch.optim.AdamW(model.parameters_for(settings.lr, head_lr), weight_decay=0.01)
     schedule = get_linear_schedule_with_warmup(optimizer, int(settings.warmup * total), total)
-    best_f1, best_step, best_state = None, 0, None
+    best_f1, best_step, best_state, threshold = None, 0, None, None
     history: list[dict[str, float]] = []
     start = time.perf_counter()
     loss_value = float("nan")
@@ -318,24 +327,19 @@ def train_loop(
             bar.set_postfix({"loss": f"{smooth:.3f}"} | ({"eval_f1": f"{best_f1:.3f}"} if best_f1 is not None else {}))
             if dev and (step % every == 0 or step == total):
                 model.train(False)
-                f1 = model.f1(dev)
-                history.append({"step": step, "loss": smooth, "eval_f1": f1})
-                log.info("%s step %d: loss %.3f, eval F1 %.3f", desc, step, smooth, f1)
+                f1, at = best_threshold(model, dev)
+                history.append({"step": step, "loss": smooth, "eval_f1": f1, "threshold": at})
+                log.info("%s step %d: loss %.3f, eval F1 %.3f at threshold %.1f", desc, step, smooth, f1, at)
                 if on_eval:
                     on_eval(step, f1)
-                if best_f1 is None or f1 > best_f1:
-                    best_f1, best_step = f1, step
+                # a tie goes to the later checkpoint (more training)
+                if best_f1 is None or f1 >= best_f1:
+                    best_f1, best_step, threshold = f1, step, at
                     best_state = copy.deepcopy(model.state())
     bar.close()
     if best_state is not None and best_step != total:
         model.load_state(best_state)
     model.train(False)
-    threshold = None
-    if dev:  # a short run's scores can sit below 0.5: pick the threshold on the eval set too
-        by_threshold = {t: model.f1(dev, t) for t in THRESHOLDS}
-        threshold = max(by_threshold, key=lambda t: (by_threshold[t], t))
-        best_f1 = by_threshold[threshold]
-        log.info("%s: eval F1 by threshold %s; chosen %.1f", desc, by_threshold, threshold)
     return TrainResult(
         threshold=threshold,
         steps=total,
