@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup starter demo demo-typed test lint bench clean
+.PHONY: setup starter demo demo-typed test lint docs bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -22,6 +22,11 @@ demo-typed: setup starter
 test: setup
 	$(BIN)/python -m pytest -q -n 2
 
+# The documentation site into site/ (open site/index.html), offline; --strict fails on a broken link,
+# a missing anchor or an API reference that does not resolve. NO_MKDOCS_2_WARNING: Material's banner.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 bench: setup
 	$(BIN)/python -m bench
 
@@ -31,4 +36,4 @@ lint: setup
 	$(BIN)/mypy
 
 clean:
-	rm -rf graphs/obama graphs/.obama.cache graphs/obama-typed graphs/.obama-typed.cache graphs/.cache
+	rm -rf site graphs/obama graphs/.obama.cache graphs/obama-typed graphs/.obama-typed.cache graphs/.cache
