@@ -12,7 +12,7 @@ setup:
 starter: setup
 	$(BIN)/python -m tiny_graphrag.finetune.starter --quiet
 
-# A typed graph of the Obama article by the starter pair, then questions (EXTRACTOR=spacy: spaCy NER).
+# The Obama article: typed triples by the starter pair, then questions over an index (examples/demo.sh).
 demo: setup starter
 	bash examples/demo.sh
 
@@ -33,4 +33,4 @@ lint: setup
 	$(BIN)/mypy
 
 clean:
-	rm -rf site graphs/obama graphs/.obama.cache graphs/.cache
+	rm -rf site graphs/obama graphs/.obama.cache graphs/obama-typed graphs/.obama-typed.cache graphs/.cache
