@@ -105,13 +105,15 @@ def spacy_run(test: list[Example]) -> tuple[list[Example], float]:
 
 def starter_run(folder: Path, test: list[Example], ent_labels: list[str], rel_labels: list[str]) -> dict[str, Any]:
     gl, gr = load_gliner(folder / "gliner"), load_glirel(folder / "glirel")
+    # each at the threshold chosen on dev when it was trained, as `models evaluate` and the demo use it
+    at_e, at_r = recorded_threshold(folder / "gliner"), recorded_threshold(folder / "glirel")
     t = time.perf_counter()
-    ents = gliner_predict(gl, test, ent_labels, 0.5)
+    ents = gliner_predict(gl, test, ent_labels, at_e)
     t_ent = time.perf_counter() - t
     t = time.perf_counter()
-    e2e = glirel_predict(gr, ents, rel_labels, 0.5)
+    e2e = glirel_predict(gr, ents, rel_labels, at_r)
     t_rel = time.perf_counter() - t
-    given = glirel_predict(gr, test, rel_labels, 0.5)
+    given = glirel_predict(gr, test, rel_labels, at_r)
     return {"entities": ents, "end_to_end": e2e, "given_gold": given, "seconds": t_ent + t_rel, "gliner_s": t_ent}
 
 
@@ -161,7 +163,7 @@ def curve(
 
 
 def run(
-    sizes: list[int],
+    sizes: list[int] | None,
     models_dir: str | None = None,
     n_test: int = 200,
     n_main: int = 400,
@@ -173,8 +175,9 @@ def run(
     out: dict[str, Any] = {"load_start": os.getloadavg()}
     if not curve_only:
         out.update(compare(folder, data, n_main))
-    with tempfile.TemporaryDirectory(prefix="tgr-curve-") as work:
-        out["curve"] = curve(folder, data, sizes, Path(work), n_test, on)
+    if sizes is not None:
+        with tempfile.TemporaryDirectory(prefix="tgr-curve-") as work:
+            out["curve"] = curve(folder, data, sizes, Path(work), n_test, on)
     out["load_end"] = os.getloadavg()
     return out
 
@@ -220,13 +223,15 @@ def main() -> None:
     ap.add_argument("--domain-test", type=int, default=200, help="domain sentences scored")
     ap.add_argument("--on", choices=["dev", "test"], default="test", help="the domain's split the curve is scored on")
     ap.add_argument("--curve-only", action="store_true", help="only the adaptation curve")
+    ap.add_argument("--no-curve", action="store_true", help="only spaCy against the starter")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    res = run(args.sizes, args.models_dir, args.domain_test, args.test, args.on, args.curve_only)
+    sizes = None if args.no_curve else args.sizes
+    res = run(sizes, args.models_dir, args.domain_test, args.test, args.on, args.curve_only)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=1), encoding="utf-8")
     print(json.dumps({k: v for k, v in res.items() if k != "curve"}, indent=1))
-    for row in res["curve"]["rows"]:
+    for row in res.get("curve", {}).get("rows", []):
         print(row)
 
 
