@@ -174,7 +174,7 @@ def summary_rows(sections: dict[str, Any]) -> list[tuple[str, str]]:
         "global search prompt tokens, seed / ours (default level)",
         get("global_calls", "prompt_tokens_ratio_seed_over_ours"),
     )
-    add("global map calls saved by the report pre-filter", get("global_calls", "prefilter", "map_calls_saved_mean"), "")
+    add("global map calls saved by dynamic selection", get("global_calls", "dynamic", "map_calls_saved_mean"), "")
     add("local context p50 / p95 ms (Obama)", _pair(get("local_latency", "obama", "total_ms")), "")
     add("local context p50 / p95 ms (synthetic graph)", _pair(get("local_latency", "synthetic", "total_ms")), "")
     add(

@@ -64,7 +64,9 @@ BUDGET = 800
 N_CTX = 4096
 ANSWER_MAX_TOKENS = 48  # a few words and a citation; also bounds a rambling answer's cost
 GLOBAL_QUESTIONS = 4  # held-out questions that also run global search (~3 model calls each)
-GLOBAL_PREFILTER = 2  # reports per global question (GlobalConfig.prefilter_top)
+# map calls per global question (GlobalConfig.dynamic_map_calls; before issue 32: the 2 nearest reports)
+GLOBAL_MAP_CALLS = 1
+MAP_PROBE_REPORTS = 2  # relevant reports in the map probe's first batch
 MODES = ("closed_book", "oracle", "naive", "local")
 LADDER = (
     ("naive", "closed_book"),
@@ -318,7 +320,7 @@ class Reader:
             answer_max_tokens=ANSWER_MAX_TOKENS,
             n_ctx=N_CTX,
             global_=GlobalConfig(
-                prefilter_top=GLOBAL_PREFILTER, map_chunk_tokens=BUDGET, reduce_max_tokens=ANSWER_MAX_TOKENS
+                dynamic_map_calls=GLOBAL_MAP_CALLS, map_chunk_tokens=BUDGET, reduce_max_tokens=ANSWER_MAX_TOKENS
             ),
         )
         self.engine = QueryEngine(index_dir, llm=llm, config=self.config)
@@ -442,7 +444,7 @@ class Reader:
         from tiny_graphrag.search.tokens import counter_for
 
         rel, other = self._relevant_reports(q)
-        rel = rel[:GLOBAL_PREFILTER]
+        rel = rel[:MAP_PROBE_REPORTS]
         irrelevant = random.Random(q.id).sample(other, min(len(other), max(len(rel), 1)))
         counter = counter_for(self.llm)
         out: dict[str, Any] = {
@@ -657,7 +659,7 @@ def assemble(records: list[dict[str, Any]], all_modes: Sequence[str], prompt: st
             "questions": len(sub),
             "setup": (
                 f"stand-in extractive reports for every top-level community (bench/standin.py); level 0; "
-                f"GlobalConfig(prefilter_top={GLOBAL_PREFILTER}, map_chunk_tokens={BUDGET}); the reduce "
+                f"GlobalConfig(dynamic_map_calls={GLOBAL_MAP_CALLS}, map_chunk_tokens={BUDGET}); the reduce "
                 f"context within {BUDGET} tokens"
             ),
             "results_on_global_subset": summarize(sub, [m for m in (*MODES, "global") if m in all_modes]),

@@ -11,13 +11,13 @@ its prompt depends on the map answers, so the map phase's prompt tokens are comp
 reduce prompt's size limit is reported.
 
 Indexes: (a) the whole Obama article with stand-in reports (bench.standin; every community has
-one), (b) when the `llm` section ran, an Obama slice whose reports Gemma wrote. The report
-pre-filter (`GlobalConfig(prefilter_top=K)`): map calls and prompt tokens with and without it.
+one), (b) when the `llm` section ran, an Obama slice whose reports Gemma wrote. "Ours" per level
+is `GlobalConfig(selection="level")` (every report of the level); "dynamic" is the library's
+default (search/selection.py): its map calls and prompt tokens against the level way and the seed.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import statistics
 from pathlib import Path
@@ -46,7 +46,6 @@ QUERIES = [
     "How did Obama's economic policy respond to the recession?",
     "What is Obama's legacy?",
 ]
-PREFILTER_TOP = 8
 
 
 def exact_tokens(llm, messages: list[dict]) -> int:
@@ -66,10 +65,12 @@ def seed_messages(report_text: str, query: str) -> list[dict]:
 
 
 def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
+    from tiny_graphrag.search.config import GlobalConfig, SearchConfig
     from tiny_graphrag.search.engine import QueryEngine
     from tiny_graphrag.search.prompts import map_messages, reduce_messages
 
-    qe = QueryEngine(path, llm=llm)
+    level_way = SearchConfig(global_=GlobalConfig(selection="level"))
+    qe = QueryEngine(path, llm=llm, config=level_way)
     levels = qe.index.globals.levels
     report_tokens = [llm.count_tokens(r.text()) for r in qe.index.globals.reports]
     per_level: dict[int, dict[str, Any]] = {}
@@ -101,18 +102,13 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
             if level == chosen:
                 row.update(level=level, **lv)
                 row["reduce_prompt_tokens_max"] = exact_tokens(llm, reduce_messages("", q)) + d["reduce_budget"]
-        # the pre-filter at the default level
-        cfg = dataclasses.replace(qe.config.global_, prefilter_top=PREFILTER_TOP)
-        pre = qe.global_search(q, only_context=True, config=cfg)
-        pd = pre.details
-        row["prefilter"] = {
-            "level": pd["level"],
-            "reports_mapped": pd["reports_mapped"],
-            "reports_at_level": pd["reports_at_level"],
-            "map_calls": pd["map_chunks"],
-            "map_calls_without": pd["map_chunks_without_prefilter"],
-            "map_calls_saved": pd["map_calls_saved_by_prefilter"],
-            "map_prompt_tokens": sum(exact_tokens(llm, map_messages(t, q)) for t in pd["map_contexts"]),
+        # dynamic selection, the library's default, against the level way at its default level
+        dyn = qe.global_search(q, only_context=True, config=GlobalConfig()).details
+        row["dynamic"] = {
+            "reports_mapped": dyn["reports_mapped"],
+            "map_calls": dyn["map_chunks"],
+            "map_calls_without": default.details["map_chunks"],
+            "map_prompt_tokens": sum(exact_tokens(llm, map_messages(t, q)) for t in dyn["map_contexts"]),
         }
         per_query.append(row)
     qe.close()
@@ -134,7 +130,8 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
     seed_calls = statistics.mean(r["seed_calls"] + 1 for r in per_query)
     ours_tok = statistics.mean(r["ours_map_prompt_tokens"] for r in per_query)
     seed_tok = statistics.mean(r["seed_prompt_tokens"] for r in per_query)
-    pre = [r["prefilter"] for r in per_query]
+    dyn_rows = [r["dynamic"] for r in per_query]
+    dyn_tok = statistics.mean(p["map_prompt_tokens"] for p in dyn_rows)
     return {
         "levels": levels,
         "reports": len(qe.index.globals.reports),
@@ -148,13 +145,12 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
         "calls_ratio_seed_over_ours": ratio(seed_calls, ours_calls),
         "prompt_tokens_ratio_seed_over_ours": ratio(seed_tok, ours_tok),
         "per_level": levels_out,
-        "prefilter": {
-            "top": PREFILTER_TOP,
-            "map_calls_mean": rnd(statistics.mean(p["map_calls"] for p in pre), 2),
-            "map_calls_without_mean": rnd(statistics.mean(p["map_calls_without"] for p in pre), 2),
-            "map_calls_saved_mean": rnd(statistics.mean(p["map_calls_saved"] for p in pre), 2),
-            "map_prompt_tokens_mean": rnd(statistics.mean(p["map_prompt_tokens"] for p in pre), 1),
-            "map_prompt_tokens_saved_mean": rnd(ours_tok - statistics.mean(p["map_prompt_tokens"] for p in pre), 1),
+        "dynamic": {
+            "map_calls_mean": rnd(statistics.mean(p["map_calls"] for p in dyn_rows), 2),
+            "map_calls_without_mean": rnd(statistics.mean(p["map_calls_without"] for p in dyn_rows), 2),
+            "map_calls_saved_mean": rnd(statistics.mean(p["map_calls_without"] - p["map_calls"] for p in dyn_rows), 2),
+            "map_prompt_tokens_mean": rnd(dyn_tok, 1),
+            "map_prompt_tokens_ratio_to_seed": ratio(dyn_tok, seed_tok),
         },
         "per_query": per_query,
     }
@@ -171,7 +167,7 @@ def run(ctx: Context) -> dict[str, Any]:
     main = out["obama_standin"]
     out["calls_ratio_seed_over_ours"] = main["calls_ratio_seed_over_ours"]
     out["prompt_tokens_ratio_seed_over_ours"] = main["prompt_tokens_ratio_seed_over_ours"]
-    out["prefilter"] = main["prefilter"]
+    out["dynamic"] = main["dynamic"]
     slice_index = ctx.shared.get("obama_slice_index")
     if slice_index is not None:
         out["obama_slice_gemma_reports"] = measure_index(Path(slice_index), llm, queries)
@@ -216,12 +212,12 @@ def table(r: dict[str, Any]) -> list[tuple[str, str]]:
                     f"tokens {lv['ours_map_prompt_tokens_per_query']} vs {lv['seed_prompt_tokens_per_query']}",
                 )
             )
-        p = m["prefilter"]
+        p = m["dynamic"]
         rows.append(
             (
-                f"{label}: pre-filter top {p['top']}",
+                f"{label}: dynamic selection (default)",
                 f"map calls {p['map_calls_without_mean']} -> {p['map_calls_mean']} (saved {p['map_calls_saved_mean']}), "
-                f"map prompt tokens saved {p['map_prompt_tokens_saved_mean']}",
+                f"map prompt tokens {p['map_prompt_tokens_mean']} ({p['map_prompt_tokens_ratio_to_seed']}x the seed's)",
             )
         )
     return rows

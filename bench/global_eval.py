@@ -12,7 +12,7 @@ rates with 95% bootstrap intervals over questions, order agreement, and the sett
 
 The search budgets default to smaller than the library's (a 1-level index of 50-75 reports
 would take ~10 map calls per question at the library's defaults, minutes each on a shared CPU):
-the pre-filter keeps the 10 reports closest to the question, so a global answer is 1-2 map
+dynamic selection maps at most 2 batches of the reports nearest the question, so a global answer is 1-2 map
 calls and a reduce; both modes get the same context budget. `--library-defaults` drops them.
 """
 
@@ -43,7 +43,7 @@ def search_config(args: argparse.Namespace):
         global_=GlobalConfig(
             map_max_tokens=args.map_max_tokens,
             reduce_max_tokens=args.answer_max_tokens,
-            prefilter_top=args.prefilter_top,
+            dynamic_map_calls=args.map_calls,
         ),
     )
 
@@ -89,7 +89,7 @@ def run_one(name: str, index: Path, args: argparse.Namespace) -> dict:
         "search_config": "library defaults"
         if args.library_defaults
         else {
-            "prefilter_top": args.prefilter_top,
+            "dynamic_map_calls": args.map_calls,
             "map_max_tokens": args.map_max_tokens,
             "answer_max_tokens": args.answer_max_tokens,
             "context_tokens": args.context_tokens,
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--b", default="naive")
     p.add_argument("--n-ctx", type=int, default=4096)
     p.add_argument("--answer-tokens", type=int, default=700, help="answers are cut to this for the judge")
-    p.add_argument("--prefilter-top", type=int, default=10)
+    p.add_argument("--map-calls", type=int, default=2, help="GlobalConfig.dynamic_map_calls")
     p.add_argument("--map-max-tokens", type=int, default=250)
     p.add_argument("--answer-max-tokens", type=int, default=300)
     p.add_argument("--context-tokens", type=int, default=1500)

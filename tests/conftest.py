@@ -15,6 +15,32 @@ CACHE_DIR = Path(os.environ.get("TINY_GRAPHRAG_TEST_CACHE", Path.home() / ".cach
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _pin_xdist_worker() -> None:
+    """Give each pytest-xdist worker its own CPU cores, before torch or llama.cpp start threads.
+
+    Both size their thread pools by the cores a process may run on (gguf.physical_cores reads
+    the affinity), so two workers on 2 cores ran 2 llama.cpp threads each: llama.cpp's threads
+    wait on each other every layer, and with one of them descheduled the other spins, which
+    made the notebook test's small-model generation take most of the suite's time."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not worker.startswith("gw") or not count.isdigit() or not hasattr(os, "sched_setaffinity"):
+        return
+    cores, n, i = sorted(os.sched_getaffinity(0)), int(count), int(worker[2:])
+    if n > 1 and len(cores) >= n:
+        os.sched_setaffinity(0, cores[i % n :: n])
+
+
+_pin_xdist_worker()
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """all-MiniLM-L6-v2 on the CPU, loaded once per test process (it is only read)."""
+    from tiny_graphrag.backends.embed import Embedder
+
+    return Embedder("all-MiniLM-L6-v2", device="cpu")
+
+
 @pytest.fixture(scope="session")
 def smollm_path() -> Path:
     """SmolLM2-135M-Instruct (ChatML template inside, 49k vocabulary): the fast real llama.cpp model

@@ -85,7 +85,7 @@ def test_ratios_are_reported(quick_results):
     assert s["llm"]["raw"]["prompt_tokens_per_s"] > 0
     g = s["global_calls"]
     assert g["calls_ratio_seed_over_ours"] > 0 and g["prompt_tokens_ratio_seed_over_ours"] > 0
-    assert g["prefilter"]["map_calls_mean"] <= g["prefilter"]["map_calls_without_mean"]
+    assert g["dynamic"]["map_calls_mean"] <= g["dynamic"]["map_calls_without_mean"]
 
 
 def test_scaling_and_latency(quick_results):

@@ -23,13 +23,6 @@ SCHEMA = {"entity_types": ["Person", "Organization", "Location"], "relation_type
 CFG = BuildConfig(chunking=ChunkingConfig(max_tokens=24, overlap_tokens=0))
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    from tiny_graphrag.backends.embed import Embedder
-
-    return Embedder()
-
-
 def _build(tmp_path, embedder, name="idx", extractor=None, llm=None, config=CFG, **kw):
     return build_index(
         TEXTS,

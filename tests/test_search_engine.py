@@ -23,13 +23,6 @@ from tiny_graphrag.search.result import SearchResult, StreamingResult, Usage
 
 
 @pytest.fixture(scope="module")
-def embedder():
-    from tiny_graphrag.backends.embed import Embedder
-
-    return Embedder("all-MiniLM-L6-v2", device="cpu")
-
-
-@pytest.fixture(scope="module")
 def index(tmp_path_factory, embedder):
     return build_test_index(tmp_path_factory.mktemp("search") / "idx", embedder)
 
@@ -141,7 +134,9 @@ def test_local_search_follows_the_graph_across_hops(engine):
 def test_global_search_calls_are_map_chunks_plus_one(index, embedder):
     # small chunks: several map calls; GraphRAG's ranking (the model's scores alone), so the
     # points in the reduce are exactly the ones the model scored above 0
-    cfg = SearchConfig(global_=GlobalConfig(map_chunk_tokens=120, relevance_weight=0.0, point_cutoff=0.0))
+    cfg = SearchConfig(
+        global_=GlobalConfig(selection="level", map_chunk_tokens=120, relevance_weight=0.0, point_cutoff=0.0)
+    )
     llm = FakeLLM(citing_responder, n_ctx=4096)
     with QueryEngine(index, llm=llm, embedder=embedder, config=cfg) as qe:
         r = qe.global_search("What are the main themes?", level=1)
@@ -165,7 +160,7 @@ def test_map_points_rank_by_the_report_they_came_from(index, embedder, grounded)
     grounding (the default), a point ranks by its cited report's similarity to the question too,
     so the Turing point reaches the reduce and the Eiffel Tower one does not; GraphRAG's rule
     (relevance_weight=0) keeps the model's word."""
-    cfg = GlobalConfig() if grounded else GlobalConfig(relevance_weight=0.0, point_cutoff=0.0)
+    cfg = GlobalConfig(selection="level", **({} if grounded else {"relevance_weight": 0.0, "point_cutoff": 0.0}))
     ids: dict[str, int] = {}
 
     def responder(messages, schema, max_tokens):
@@ -257,13 +252,12 @@ def test_the_reduce_may_decline_only_under_graphrags_ranking(index, embedder, we
 
 def test_grounding_ranks_every_finding_of_the_mapped_reports_and_needs_no_report_vectors(index, embedder):
     """A finding the map model did not choose is a candidate too (vote 0): grounded, the one
-    nearest the question reaches the reduce whatever the model chose; report vectors are only for
-    the pre-filter."""
+    nearest the question reaches the reduce whatever the model chose; report vectors are not needed."""
     with QueryEngine(
         index,
         llm=FakeLLM(citing_responder, n_ctx=4096),
         embedder=embedder,
-        config=SearchConfig(global_=GlobalConfig(map_chunk_tokens=120)),
+        config=SearchConfig(global_=GlobalConfig(selection="level", map_chunk_tokens=120)),
     ) as qe:
         qe.index.globals.vectors = None  # an index whose report vectors are gone
         r = qe.global_search("Where did Alan Turing study?", level=1)
@@ -276,24 +270,14 @@ def test_grounding_ranks_every_finding_of_the_mapped_reports_and_needs_no_report
     assert any(p["model_score"] == 0 and p["description"] in r.details["reduce_context"] for p in points)
 
 
-def test_global_default_level_and_prefilter(index, embedder):
+def test_global_level_way_maps_the_deepest_level_within_max_map_chunks(index, embedder):
     llm = FakeLLM(citing_responder, n_ctx=4096)
-    with QueryEngine(index, llm=llm, embedder=embedder) as qe:
+    cfg = SearchConfig(global_=GlobalConfig(selection="level"))
+    with QueryEngine(index, llm=llm, embedder=embedder, config=cfg) as qe:
         r = qe.global_search("What are the main themes?", only_context=True)
-        assert r.details["level"] == 1  # deepest level within max_map_chunks
+        assert r.details["level"] == 1 and r.details["reports_mapped"] == r.details["reports_at_level"] == 5
         assert llm.calls == 0 and r.llm_calls == 0
         assert 0 < r.details["reduce_budget"] <= 4096  # what the reduce call could hold, known without calling
-    cfg = SearchConfig(global_=GlobalConfig(map_chunk_tokens=120, prefilter_top=2))
-    with QueryEngine(index, llm=FakeLLM(citing_responder), embedder=embedder, config=cfg) as qe:
-        r = qe.global_search("Grace Hopper and the Navy", level=1)
-        assert r.details["reports_mapped"] == 2
-        assert (
-            r.details["map_calls_saved_by_prefilter"]
-            == r.details["map_chunks_without_prefilter"] - r.details["map_chunks"]
-            > 0
-        )
-        assert any("Hopper" in rep.title for rep in r.sources.reports)
-        assert r.llm_calls == r.details["map_chunks"] + 1
 
 
 @pytest.mark.parametrize(
@@ -312,14 +296,15 @@ def test_global_invalid_map_json_degrades_to_score_zero(index, embedder, questio
         index,
         llm=FakeLLM(broken),
         embedder=embedder,
-        config=SearchConfig(global_=GlobalConfig(relevance_weight=0.0, point_cutoff=0.0)),
+        config=SearchConfig(global_=GlobalConfig(selection="level", relevance_weight=0.0, point_cutoff=0.0)),
     ) as qe:
         r = qe.global_search(question, level=0)
     assert r.details["invalid_map_answers"] == r.details["map_chunks"]
     assert all(p["score"] == 0 and p["description"] == INVALID_MAP_ANSWER for p in r.details["points"])
     assert r.answer == NO_DATA_ANSWER  # nothing helpful: said so, no reduce call
     assert r.llm_calls == r.details["map_chunks"]
-    with QueryEngine(index, llm=FakeLLM(broken), embedder=embedder) as qe:
+    level_way = SearchConfig(global_=GlobalConfig(selection="level"))
+    with QueryEngine(index, llm=FakeLLM(broken), embedder=embedder, config=level_way) as qe:
         r = qe.global_search(question, level=0)
     assert (r.answer != NO_DATA_ANSWER) == answered and r.llm_calls == r.details["map_chunks"] + answered
     assert answered or any("no finding is near the question" in n for n in r.notes)
@@ -475,7 +460,7 @@ def _totals(r) -> Usage:
 
 
 def test_usage_per_category(index, embedder):
-    cfg = SearchConfig(global_=GlobalConfig(map_chunk_tokens=120))
+    cfg = SearchConfig(global_=GlobalConfig(selection="level", map_chunk_tokens=120))
     llm = FakeLLM(citing_responder, n_ctx=4096)
     with QueryEngine(index, llm=llm, embedder=embedder, config=cfg) as qe:
         g = qe.global_search("What are the main themes?", level=1)

@@ -19,13 +19,6 @@ def graph():
 
 
 @pytest.fixture(scope="module")
-def embedder():
-    from tiny_graphrag.backends.embed import Embedder
-
-    return Embedder("all-MiniLM-L6-v2", device="cpu")
-
-
-@pytest.fixture(scope="module")
 def linker(graph, embedder):
     from tiny_graphrag.build.pipeline import entity_text
 

@@ -22,13 +22,6 @@ CFG = TreeConfig(enabled=True)
 OBAMA = "../shared/data/corpora/barack_obama.txt"
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    from tiny_graphrag.backends.embed import Embedder
-
-    return Embedder()
-
-
 def _blobs(n_per: int, k: int, seed: int = 0) -> tuple[np.ndarray, list[int]]:
     rng = np.random.default_rng(seed)
     centers = rng.normal(size=(k, 384))
@@ -169,7 +162,9 @@ def test_global_search_maps_the_tree_summaries_of_an_index_without_reports(tmp_p
     with QueryEngine(result.path, llm=reader, embedder=embedder) as qe:
         nodes = qe.store.tree()
         top = max(n.layer for n in nodes)
-        res = qe.global_search("What is the article about?")  # "auto": no reports, so the tree's summaries
+        level_way = GlobalConfig(selection="level")
+        # "auto": no reports, so the tree's summaries
+        res = qe.global_search("What is the article about?", config=level_way)
         assert res.details["mapped"] == "tree summaries" and res.details["levels"] == list(range(top))
         level_nodes = {n.id for n in nodes if n.layer == top - res.details["level"]}
         assert {r.community_id for r in res.sources.reports} <= level_nodes and res.sources.reports
@@ -178,7 +173,9 @@ def test_global_search_maps_the_tree_summaries_of_an_index_without_reports(tmp_p
         assert {c.chunk_id for c in res.sources.chunks} == covered  # a summary resolves to the chunks it covers
         assert all(doc[c.start : c.end] == c.text for c in res.sources.chunks)
         assert res.llm_calls == res.details["map_chunks"] + 1 and "Harvard" in res.answer
-        root = qe.global_search("What is the article about?", level=0, only_context=True)
+        root = qe.global_search("What is the article about?", level=0, only_context=True, config=level_way)
+        dynamic = qe.global_search("What is the article about?", only_context=True)  # the summaries nearest it
+        assert len(dynamic.details["considered"]) == len(nodes) and dynamic.sources.reports
         assert {r.community_id for r in root.sources.reports} == {n.id for n in nodes if n.layer == top}
         with pytest.raises(InputError, match="no community reports.*--tree"):
             qe.global_search("What is it about?", config=GlobalConfig(source="reports"))

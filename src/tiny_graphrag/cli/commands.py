@@ -15,6 +15,7 @@ from tiny_graphrag.cli.parser import build_parser
 from tiny_graphrag.config import BuildConfig
 from tiny_graphrag.errors import ConfigError, InputError, OutputError, TinyGraphRAGError
 from tiny_graphrag.outputs.info import index_info
+from tiny_graphrag.search.config import GlobalConfig
 
 log = logging.getLogger("tiny_graphrag")
 
@@ -149,12 +150,24 @@ def _info(args) -> None:
         print(f"  note: {tree['note']}")
 
 
+def global_config(config: GlobalConfig, args) -> GlobalConfig:
+    """Global search's settings with the query command's options applied."""
+    given = {"source": args.over, "selection": args.selection, "dynamic_map_calls": args.map_calls}
+    return replace(config, **{k: v for k, v in given.items() if v is not None})
+
+
 def _query(args) -> None:
     from tiny_graphrag.search.config import SearchConfig
     from tiny_graphrag.search.engine import QueryEngine
 
-    if (args.level is not None or args.over is not None) and args.mode != "global":
-        raise InputError("--level and --over are only for global search")
+    global_only = {
+        "--level": args.level,
+        "--over": args.over,
+        "--selection": args.selection,
+        "--map-calls": args.map_calls,
+    }
+    if args.mode != "global" and (given := [k for k, v in global_only.items() if v is not None]):
+        raise InputError(f"{', '.join(given)}: only for global search")
     if args.strategy is not None and args.mode != "tree":
         raise InputError("--strategy is only for tree search")
     if args.where and args.mode not in ("local", "naive"):
@@ -172,12 +185,18 @@ def _query(args) -> None:
     if changes := _given(model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx):
         qe.change_llm_settings(**changes)  # the index's build LLM settings, but for these
     kwargs = {
-        "global": {"level": args.level, "config": replace(config.global_, source=args.over or "auto")},
+        "global": {"level": args.level, "config": global_config(config.global_, args)},
         "tree": {"strategy": args.strategy},
     }.get(args.mode, {"where": dict(args.where)} if args.where else {})
     stream = args.stream and not args.json and not args.only_context
     result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
     if (args.show_context or args.only_context) and not args.json:  # --json holds the context
+        if "considered" in result.details:
+            print("----- selection -----")
+            for c in result.details["considered"]:
+                print(
+                    f"{c['why']:>36}  [Reports {c['report']}] {c['title']} (level {c['level']}, cosine {c['similarity']:.2f})"
+                )
         print("----- context -----")
         print(result.context)
         if args.only_context:

@@ -216,7 +216,23 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("mode", choices=["local", "global", "naive", "tree"], help="search mode")
     q.add_argument("question", help="the question, in quotes")
     q.add_argument("--index", required=True, help="an index folder written by build")
-    q.add_argument("--level", type=_int_at_least(0), help="community level for global search (default: chosen by size)")
+    q.add_argument(
+        "--level",
+        type=_int_at_least(0),
+        help="global search: the deepest community level to select from (with --selection level: the level "
+        "mapped; default: every level, or the deepest within the map-call limit)",
+    )
+    q.add_argument(
+        "--selection",
+        choices=["dynamic", "level"],
+        help="global search: map only the reports nearest the question, from the root level down (dynamic, the "
+        "default), or every report of one level",
+    )
+    q.add_argument(
+        "--map-calls",
+        type=_int_at_least(1),
+        help="global search, dynamic selection: at most this many map calls (default: 3)",
+    )
     q.add_argument(
         "--over",
         choices=["reports", "tree"],

@@ -238,9 +238,10 @@ class SearchRun:
         context: str | None = None,
         given_reports: Sequence[int] = (),
         cite: Sequence[str] = (),
+        declined: str = NO_DATA_ANSWER,
     ) -> SearchResult | StreamingResult:
         """The final call (counted under `category`), or, when `messages` is None (nothing
-        relevant was found), the answer that says so without asking the model.
+        relevant was found), the answer that says so (`declined`) without asking the model.
 
         `cite`: the citation kinds the prompt asks for ("Sources", "Reports"); the answer is then
         constrained to words first and a citation of shown ids only (prompts.answer_grammar).
@@ -249,7 +250,7 @@ class SearchRun:
         from."""
         if messages is None:
             self.notes.append("nothing relevant to the query was found, so no answer call was made")
-            res = self.result(built, context=context, answer=NO_DATA_ANSWER)
+            res = self.result(built, context=context, answer=declined)
             return StreamingResult(res, iter([res.answer]), lambda text, secs: res) if stream else res
 
         llm = self.llm

@@ -115,15 +115,22 @@ class LocalConfig:
 
 @dataclass(frozen=True)
 class GlobalConfig:
-    level: int | None = None  # None: the deepest level whose reports fit in max_map_chunks (see global_search)
+    # Which reports are mapped. "dynamic" (selection.py): from the root level down, the reports
+    # nearest the question (an irrelevant parent rules out its children), best first, within
+    # `dynamic_map_calls` map calls and `dynamic_share` of a whole level's text; `level` is then
+    # the deepest level it may descend to. "level": every report of one level (`level`, or the
+    # deepest within `max_map_chunks`). Chosen on the tune half of bench/data/global_questions.json
+    # (bench/RESULTS.md, "Dynamic community selection").
+    selection: str = "dynamic"
+    dynamic_map_calls: int = 3
+    dynamic_share: float = 0.3
+    dynamic_cutoff: float = 0.2  # relevance (0: the median report's score, 1: the best's) to keep or descend
+    level: int | None = None  # None: dynamic, every level; "level", the deepest within max_map_chunks
     map_chunk_tokens: int = 1500  # report text per map call (GraphRAG: 8k with 16k+ windows; ours are 4k)
     max_map_chunks: int = 8  # level choice: the deepest level needing at most this many map calls
     map_max_tokens: int = 200  # output tokens per map call: ids and scores of at most max_points findings
     reduce_max_tokens: int = 500
     max_points: int = 5  # key points per map answer (schema maxItems)
-    # Optional pre-filter: keep only the reports most similar to the query (None: keep all).
-    prefilter_top: int | None = None
-    prefilter_min_similarity: float | None = None
     shuffle_seed: int = 0  # GraphRAG shuffles reports before packing so no chunk is all one topic
     # What is mapped: "reports" (community reports), "tree" (the RAPTOR tree's summaries, the top
     # layer as level 0), or "auto": the reports, else the tree's summaries when the index has none.
@@ -145,6 +152,20 @@ class GlobalConfig:
     min_similarity: float = 0.15
 
     def __post_init__(self) -> None:
+        if self.selection not in ("dynamic", "level"):
+            raise ConfigError(f"global search selection must be 'dynamic' or 'level', got {self.selection!r}")
+        if (
+            isinstance(self.dynamic_map_calls, bool)
+            or not isinstance(self.dynamic_map_calls, int)
+            or self.dynamic_map_calls < 1
+        ):
+            raise ConfigError(f"global dynamic_map_calls must be an integer >= 1, got {self.dynamic_map_calls!r}")
+        if not 0 < self.dynamic_share <= 1:
+            raise ConfigError(
+                f"global dynamic_share must be in (0, 1] (a share of a level's text), got {self.dynamic_share}"
+            )
+        if not 0 <= self.dynamic_cutoff <= 1:
+            raise ConfigError(f"global dynamic_cutoff must be in [0, 1], got {self.dynamic_cutoff}")
         if self.source not in ("auto", "reports", "tree"):
             raise ConfigError(f"global search source must be 'auto', 'reports' or 'tree', got {self.source!r}")
         if not 0 <= self.relevance_weight <= 1:

@@ -1,10 +1,12 @@
 """Global search (GraphRAG paper §3.1.6): map community reports to scored key points, reduce to an answer.
 
-- Level: the one asked for, else the deepest level whose reports fit in `max_map_chunks` map
-  calls. Deeper levels hold more specific reports (the paper's C2/C3 were the most
-  comprehensive), but each map call costs seconds to minutes on a local CPU model, so the
-  default buys specificity only while the call count stays bounded; on a large graph it falls
-  back to the root level (C0), which the paper found nearly as good at a fraction of the cost.
+- Selection (selection.py, the default): the reports nearest the question by the index's own
+  embeddings, from the root level down (an irrelevant parent rules out its children), best first,
+  within `dynamic_map_calls` map calls; every report considered is in `details["considered"]` with
+  why it was kept or left out. A question no report is near gets no model call at all.
+- Level (`selection="level"`, the way before): every report of the level asked for, else of the
+  deepest level whose reports fit in `max_map_chunks` map calls (the paper's C2/C3 were the most
+  comprehensive, but each map call costs seconds to minutes on a local CPU model), else the root.
 - Map: the level's reports are shuffled and their findings packed into chunks of
   `map_chunk_tokens`; one call per chunk chooses the findings that help (by id, a JSON-schema
   enum) with 0-100 helpfulness scores, so a key point is a finding's own words citing its
@@ -16,14 +18,13 @@
   (`min_similarity`) that the model scored 0 throughout gets no reduce.
 - Reduce: the rest, most important first, until the reduce budget is full; one more call
   writes the answer citing reports. Calls = map chunks + 1.
-- Pre-filter (optional): keep only the reports most similar to the query (embedding cosine),
-  cutting map calls on large graphs; `details` reports how many calls it saved.
 
 Usage is counted per category: "map" (all map calls) and "reduce" (the answer call).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -37,6 +38,7 @@ import numpy as np
 from tiny_graphrag.backends.llm import LLM
 from tiny_graphrag.citations import parse_citations, strip_citations
 from tiny_graphrag.errors import InputError
+from tiny_graphrag.records import Report
 from tiny_graphrag.search.answer import CallMeter, SearchRun
 from tiny_graphrag.search.config import GlobalConfig
 from tiny_graphrag.search.context import (
@@ -51,9 +53,10 @@ from tiny_graphrag.search.context import (
 )
 from tiny_graphrag.search.grounding import Grounding, ground_points
 from tiny_graphrag.search.index import SearchIndex
-from tiny_graphrag.search.prompts import map_messages, map_schema, reduce_messages
+from tiny_graphrag.search.prompts import NO_DATA_ANSWER, map_messages, map_schema, reduce_messages
 from tiny_graphrag.search.report_index import GlobalIndex
 from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult
+from tiny_graphrag.search.selection import Selection, report_similarities, select_reports
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +185,7 @@ def _grounded(
     grounding is off; and the reduce's entry score (`point_cutoff` of the best point's;
     build_reduce_context never admits a 0)."""
     qvec = qvec if qvec is not None or config.relevance_weight <= 0 else index.embed_query(query)
-    pairs = ground_points(points, qvec, index.embedder.embed, weight=config.relevance_weight, skip=INVALID_MAP_ANSWER)
+    pairs = ground_points(points, qvec, index.embed_texts, weight=config.relevance_weight, skip=INVALID_MAP_ANSWER)
     points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
     best = max((p.score for p in points), default=0)
     return points, grounding, math.ceil(config.point_cutoff * best)
@@ -215,26 +218,40 @@ def search_global(
     chunk_tokens = run.room(map_messages("", query), config.map_max_tokens, "map", wanted=config.map_chunk_tokens)
     reduce_room = run.room(reduce_messages("", query), config.reduce_max_tokens, "reduce")
 
+    def pack(reports: Sequence[tuple[int, Report]]) -> list[MapBatch]:
+        return pack_report_batches(reports, chunk_tokens, counter, seed=config.shuffle_seed)
+
+    selection: Selection | None = None
     with run.timer("context"):
-        chosen = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
-        at_level = globals_.at_level(chosen)
         qvec = None
-        if config.prefilter_top is not None or config.prefilter_min_similarity is not None:
+        if config.selection == "dynamic":
             qvec = index.embed_query(query)
-        selected = globals_.prefilter(at_level, qvec, config)
-        batches = pack_report_batches(selected, chunk_tokens, counter, seed=config.shuffle_seed)
-        without = len(batches)
-        if len(selected) != len(at_level):
-            without = len(pack_report_batches(at_level, chunk_tokens, counter, seed=config.shuffle_seed))
+            similarity = report_similarities(globals_, qvec, index.embed_texts)
+            selection = select_reports(
+                globals_,
+                similarity,
+                config,
+                max_level=level,
+                pack=pack,
+                level_tokens=globals_.level_tokens(chunk_tokens, counter),
+            )
+            chosen = level if level is not None else levels[-1]
+            pool = [(rid, r) for rid, r in enumerate(globals_.reports) if r.level <= chosen]
+            selected = selection.kept
+        else:
+            chosen = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
+            pool = selected = globals_.at_level(chosen)
+        batches = pack(selected)
+        without = len(batches) if len(selected) == len(pool) else len(pack(pool))
 
     shown = {rid for b in batches for rid in b.report_ids}
     sources = nested_sources(
-        Sources(reports=tuple(source_report(rid, r) for rid, r in at_level if rid in shown)),
+        Sources(reports=tuple(source_report(rid, r) for rid, r in pool if rid in shown)),
         index.store,
         index.graph_index,
     )
     if globals_.covers is not None:  # tree summaries: their sources are the chunks they cover
-        covered = dict.fromkeys(c for rid, r in at_level if rid in shown for c in globals_.covers[r.community_id])
+        covered = dict.fromkeys(c for rid, r in pool if rid in shown for c in globals_.covers[r.community_id])
         sources = sources.merged(
             Sources(chunks=tuple(source_chunk(c, index.sid_of[c.id]) for c in index.store.chunks_by_id(list(covered))))
         )
@@ -242,26 +259,45 @@ def search_global(
     details: dict[str, Any] = run.details
     details.update(
         mapped="tree summaries" if globals_.covers is not None else "community reports",
+        selection=config.selection,
         level=chosen,
         levels=levels,
-        level_chosen_by="argument" if level is not None else "default rule (deepest level within max_map_chunks)",
-        reports_at_level=len(at_level),
+        level_chosen_by=(
+            "argument"
+            if level is not None
+            else "every level (dynamic selection)"
+            if selection
+            else "default rule (deepest level within max_map_chunks)"
+        ),
+        reports_at_level=len(pool),
         reports_mapped=len(selected),
         map_chunks=len(batches),
-        map_chunks_without_prefilter=without,
-        map_calls_saved_by_prefilter=without - len(batches),
+        map_chunks_without_selection=without,
+        map_calls_saved_by_selection=without - len(batches),
         map_chunk_tokens=chunk_tokens,
         map_batch_tokens=[b.tokens for b in batches],
         map_contexts=[b.text for b in batches],
         reduce_budget=reduce_room,
     )
+    if selection is not None:
+        details["considered"] = [dataclasses.asdict(c) for c in selection.considered]
     map_tokens = sum(b.tokens for b in batches)
     built = BuiltContext(map_text, sources, map_tokens, chunk_tokens, {"map": map_tokens})
-    if len(batches) > config.max_map_chunks and len(selected) == len(at_level):
+    if selection is None and len(batches) > config.max_map_chunks and len(selected) == len(pool):
         run.notes.append(
             f"level {chosen} needs {len(batches)} map calls (one per {chunk_tokens}-token chunk of reports); "
-            "GlobalConfig(prefilter_top=N) keeps only the N reports most similar to the query"
+            "dynamic selection (the default: GlobalConfig(selection='dynamic')) maps only the reports nearest the query"
         )
+    if selection is not None and not selection.kept:
+        closest = "; ".join(f"{c.title} ({c.similarity:.2f})" for c in selection.closest())
+        run.notes.append(
+            f"no report is near the question (best query cosine {selection.best_similarity:.2f} < "
+            f"GlobalConfig.min_similarity={config.min_similarity}): no map or reduce call was made"
+        )
+        declined = f"{NO_DATA_ANSWER} The closest communities, none near enough: {closest}."
+        if only_context:
+            return run.result(built)
+        return run.answer(built, None, max_tokens=0, stream=stream, context=map_text, declined=declined)
     if only_context:
         return run.result(built)
 

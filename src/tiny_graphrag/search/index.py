@@ -25,7 +25,7 @@ from tiny_graphrag.search.linking import EntityLinker
 from tiny_graphrag.search.local_retriever import LocalRetriever
 from tiny_graphrag.search.report_index import GlobalIndex, TreeIndex, tree_as_reports
 from tiny_graphrag.search.result import Sources
-from tiny_graphrag.search.vectors import VectorIndex
+from tiny_graphrag.search.vectors import MemoEmbed, VectorIndex
 
 if TYPE_CHECKING:  # pragma: no cover
     from tiny_graphrag.backends.embed import TextEmbedder
@@ -53,9 +53,13 @@ class SearchIndex:
         self.entity_vectors = self.optional_vectors("entities")
         self.graph = store.graph()
         self.sid_of: dict[str, int] = dict(store.source_ids())
-        self.globals = GlobalIndex(store.reports(), self.optional_vectors("reports"))
-        self.reports_by_community = {r.community_id: r for r in self.globals.reports}
         self.communities = store.communities()
+        self.globals = GlobalIndex(
+            store.reports(), self.optional_vectors("reports"), children={c.id: c.children for c in self.communities}
+        )
+        self.reports_by_community = {r.community_id: r for r in self.globals.reports}
+        # Texts global search embeds per query (findings, map points): each embedded once per engine.
+        self.embed_texts = MemoEmbed(embedder.embed)
         self.graph_index = GraphIndex(
             self.graph, entity_vectors=self.entity_vectors, cooccurrence_relation=self.cooccurrence_relation
         )

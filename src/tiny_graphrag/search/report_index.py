@@ -12,8 +12,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.records import Report, TreeNode
@@ -26,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 class GlobalIndex:
-    """The report table of an index: short ids, levels, vectors for the optional pre-filter.
+    """The report table of an index: short ids, levels, the hierarchy, vectors for the selection.
 
     `covers` is set for the RAPTOR tree's summaries taken as reports: the chunk ids each covers,
     so a summary's sources resolve to document text."""
@@ -36,13 +34,21 @@ class GlobalIndex:
         reports: Sequence[Report],
         report_vectors: VectorIndex | None = None,
         covers: dict[str, tuple[str, ...]] | None = None,
+        children: dict[str, tuple[str, ...]] | None = None,
     ):
         self.reports = list(reports)
         self.covers = covers
         # A report's citation id is its row in the index's report table: the same in every search.
         self.id_of: dict[str, int] = {r.community_id: i for i, r in enumerate(self.reports)}
         self.vectors = report_vectors
+        # The reports one level down from each report (communities without a report are left out).
+        self.child_reports: dict[int, tuple[int, ...]] = {
+            self.id_of[cid]: tuple(self.id_of[k] for k in kids if k in self.id_of)
+            for cid, kids in (children or {}).items()
+            if cid in self.id_of
+        }
         self._batch_counts: dict[tuple, int] = {}
+        self._level_tokens: dict[tuple, int] = {}
 
     @property
     def levels(self) -> list[int]:
@@ -50,6 +56,19 @@ class GlobalIndex:
 
     def at_level(self, level: int) -> list[tuple[int, Report]]:
         return [(self.id_of[r.community_id], r) for r in self.reports if r.level == level]
+
+    def level_tokens(self, chunk_tokens: int, counter: TokenCounter) -> int:
+        """The map tokens of the largest level's reports (dynamic selection's `dynamic_share` is of these)."""
+        key = (chunk_tokens, counter.name)
+        if key not in self._level_tokens:
+            self._level_tokens[key] = max(
+                (
+                    sum(b.tokens for b in pack_report_batches(self.at_level(lv), chunk_tokens, counter, seed=None))
+                    for lv in self.levels
+                ),
+                default=0,
+            )
+        return self._level_tokens[key]
 
     def choose_level(self, config: GlobalConfig, chunk_tokens: int, counter: TokenCounter) -> int:
         """The deepest level needing at most `max_map_chunks` map calls, else the root level."""
@@ -64,23 +83,6 @@ class GlobalIndex:
                 best = level
         return best
 
-    def prefilter(
-        self, reports: list[tuple[int, Report]], query_vector: np.ndarray | None, config: GlobalConfig
-    ) -> list[tuple[int, Report]]:
-        """The reports most similar to the query, when a pre-filter is configured."""
-        if (config.prefilter_top is None and config.prefilter_min_similarity is None) or query_vector is None:
-            return reports
-        if self.vectors is None or len(self.vectors) == 0:
-            log.warning("the index has no report vectors: the global pre-filter is skipped")
-            return reports
-        sims = dict(zip(self.vectors.ids, self.vectors.similarities(query_vector)))
-        scored = sorted(reports, key=lambda rr: (-float(sims.get(rr[1].community_id, -1.0)), rr[0]))
-        if config.prefilter_min_similarity is not None:
-            scored = [rr for rr in scored if sims.get(rr[1].community_id, -1.0) >= config.prefilter_min_similarity]
-        if config.prefilter_top is not None:
-            scored = scored[: config.prefilter_top]
-        return scored
-
 
 def tree_as_reports(nodes: Sequence[TreeNode], vectors: VectorIndex) -> GlobalIndex:
     """The tree's summaries as one report table: the top layer is level 0 (the broadest, like a
@@ -90,7 +92,9 @@ def tree_as_reports(nodes: Sequence[TreeNode], vectors: VectorIndex) -> GlobalIn
         Report(n.id, top - n.layer, f"summary of {len(n.chunks)} passages (layer {n.layer})", n.text, 0.0, "")
         for n in sorted(nodes, key=lambda n: (-n.layer, n.id))
     ]
-    return GlobalIndex(reports, vectors, covers={n.id: n.chunks for n in nodes})
+    return GlobalIndex(
+        reports, vectors, covers={n.id: n.chunks for n in nodes}, children={n.id: n.children for n in nodes}
+    )
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -73,3 +73,20 @@ class VectorIndex:
         top = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
         top = top[np.lexsort((top, -sims[top]))]
         return [(self.ids[i], float(sims[i])) for i in top]
+
+
+class MemoEmbed:
+    """An embedding function that embeds each distinct text once: global search scores every
+    finding of the index against each question, and the findings do not change between questions."""
+
+    def __init__(self, embed: Callable[[list[str]], np.ndarray]):
+        self.embed = embed
+        self.memo: dict[str, np.ndarray] = {}
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if missing:
+            self.memo.update(zip(missing, np.asarray(self.embed(missing), dtype=np.float32)))
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self.memo[t] for t in texts])
