@@ -85,3 +85,13 @@ def test_an_invalid_map_answer_keeps_score_zero_and_is_not_embedded():
     assert (p.score, p.model_score, g) == (0, 0, None)
     [(p, g), (q, h)] = ground([KeyPoint(SKIP, 0, 0), KeyPoint("on topic", 50, 1)])
     assert g is None and p.score == 0 and h.relevance == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("median, relevance", [(None, 0.0), (0.0, 0.71)])
+def test_relevance_starts_at_a_given_median(median, relevance):
+    """Candidates picked for being near the question are not a fair sample: their own median made
+    a half-relevant point count as irrelevant; the index's median finding (given) does not."""
+    points = [KeyPoint("half", 0, 0), KeyPoint("on topic", 0, 0), KeyPoint("half", 0, 1)]  # median 0.71
+    (_, g_half), (_, g_on), _ = ground_points(points, QUERY, embed, weight=0.75, skip=SKIP, median=median)
+    assert g_on.relevance == pytest.approx(1.0)
+    assert g_half.relevance == pytest.approx(relevance, abs=0.01)

@@ -127,7 +127,7 @@ def test_every_report_is_considered_once_with_its_relevance():
 
 
 def test_report_similarity_is_the_best_of_the_report_and_its_findings():
-    """Against a direct computation: max(cos(report vector), max cos(finding))."""
+    """Against a direct computation: max(cos(report vector), max cos(finding)), and the median finding."""
     rng = np.random.default_rng(0)
     texts = {"one": "alpha", "two": "beta", "three": "gamma"}
     vec = {t: v / np.linalg.norm(v) for t, v in zip([*texts.values(), "q", "r0", "r1"], rng.normal(size=(6, 8)))}
@@ -140,8 +140,10 @@ def test_report_similarity_is_the_best_of_the_report_and_its_findings():
     g = GlobalIndex(reports, VectorIndex(["r0", "r1"], np.stack([vec["r0"], vec["r1"]])))
     got = report_similarities(g, vec["q"], lambda ts: np.stack([vec[t] for t in ts]))
     q = vec["q"]
-    assert got[0] == pytest.approx(max(vec["r0"] @ q, vec["alpha"] @ q, vec["beta"] @ q), abs=1e-6)
-    assert got[1] == pytest.approx(max(vec["r1"] @ q, vec["gamma"] @ q), abs=1e-6)
+    assert got.by_report[0] == pytest.approx(max(vec["r0"] @ q, vec["alpha"] @ q, vec["beta"] @ q), abs=1e-6)
+    assert got.by_report[1] == pytest.approx(max(vec["r1"] @ q, vec["gamma"] @ q), abs=1e-6)
+    findings = [max(0.0, vec[t] @ q) for t in ("alpha", "beta", "gamma")]  # grounding's zero: every finding's median
+    assert got.finding_median == pytest.approx(float(np.median(findings)), abs=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -179,13 +179,21 @@ def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], confi
 
 
 def _grounded(
-    index: SearchIndex, points: list[KeyPoint], qvec: np.ndarray | None, query: str, config: GlobalConfig
+    index: SearchIndex,
+    points: list[KeyPoint],
+    qvec: np.ndarray | None,
+    query: str,
+    config: GlobalConfig,
+    *,
+    median: float | None,
 ) -> tuple[list[KeyPoint], list[Grounding | None], int]:
     """The points with their grounded importance (grounding.py), or as the model scored them when
     grounding is off; and the reduce's entry score (`point_cutoff` of the best point's;
     build_reduce_context never admits a 0)."""
     qvec = qvec if qvec is not None or config.relevance_weight <= 0 else index.embed_query(query)
-    pairs = ground_points(points, qvec, index.embed_texts, weight=config.relevance_weight, skip=INVALID_MAP_ANSWER)
+    pairs = ground_points(
+        points, qvec, index.embed_texts, weight=config.relevance_weight, skip=INVALID_MAP_ANSWER, median=median
+    )
     points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
     best = max((p.score for p in points), default=0)
     return points, grounding, math.ceil(config.point_cutoff * best)
@@ -222,14 +230,16 @@ def search_global(
         return pack_report_batches(reports, chunk_tokens, counter, seed=config.shuffle_seed)
 
     selection: Selection | None = None
+    finding_median: float | None = None  # dynamic: grounding's zero is the whole index's median finding
     with run.timer("context"):
         qvec = None
         if config.selection == "dynamic":
             qvec = index.embed_query(query)
-            similarity = report_similarities(globals_, qvec, index.embed_texts)
+            similarities = report_similarities(globals_, qvec, index.embed_texts)
+            finding_median = similarities.finding_median
             selection = select_reports(
                 globals_,
-                similarity,
+                similarities.by_report,
                 config,
                 max_level=level,
                 pack=pack,
@@ -307,7 +317,9 @@ def search_global(
         answers = run_map(llm, batches, query, config)
     run.usage["map"] = meter.usage(sum(a.prompt_tokens for a in answers), sum(a.completion_tokens for a in answers))
     with run.timer("grounding"):
-        points, grounding, min_score = _grounded(index, _candidates(answers, batches, config), qvec, query, config)
+        points, grounding, min_score = _grounded(
+            index, _candidates(answers, batches, config), qvec, query, config, median=finding_median
+        )
     best_similarity = max((g.similarity for g in grounding if g is not None), default=None)
     vouched = any(p.model_score for p in points)  # the map model scored a point above 0 itself
     # Neither the map model nor the embedder found anything: no point reaches the reduce.

@@ -44,15 +44,19 @@ def ground_points(
     *,
     weight: float,
     skip: str,
+    median: float | None = None,
 ) -> list[tuple[KeyPoint, Grounding | None]]:
     """Each point with its importance as `score` (the model's vote kept as `model_score`); `skip`
-    is the placeholder of an invalid map answer, which keeps score 0 and no grounding."""
+    is the placeholder of an invalid map answer, which keeps score 0 and no grounding. `median`:
+    the zero of relevance when the candidates are not a fair sample of the corpus (dynamic
+    selection mapped only the findings nearest the question): the median over every finding."""
     real = [i for i, p in enumerate(points) if p.description != skip]
     if not real or weight <= 0:
         return [(replace(p, model_score=p.score), None) for p in points]
     vectors = np.asarray(embed([strip_citations(points[i].description) for i in real]), dtype=np.float32)
     cosine = dict(zip(real, (max(0.0, float(c)) for c in vectors @ np.asarray(query_vector, dtype=np.float32))))
-    best, median = max(cosine.values()), float(np.median(list(cosine.values())))
+    best = max(cosine.values())
+    median = float(np.median(list(cosine.values()))) if median is None else median
     out: list[tuple[KeyPoint, Grounding | None]] = []
     for i, p in enumerate(points):
         if i not in cosine:

@@ -65,9 +65,18 @@ class Selection:
         return self.considered[:n]
 
 
+@dataclass(frozen=True)
+class Similarities:
+    """The question's cosine to every report (its vector's or its best finding's, by report id),
+    and the median over every finding of the index (grounding's zero for the mapped points)."""
+
+    by_report: dict[int, float]
+    finding_median: float | None
+
+
 def report_similarities(
     globals_: GlobalIndex, query_vector: np.ndarray, embed: Callable[[list[str]], np.ndarray]
-) -> dict[int, float]:
+) -> Similarities:
     """Each report's best query cosine: its own vector's, or its best finding's."""
     best: dict[int, float] = {rid: -1.0 for rid in range(len(globals_.reports))}
     if globals_.vectors is not None and len(globals_.vectors):
@@ -75,11 +84,12 @@ def report_similarities(
             if cid in globals_.id_of:
                 best[globals_.id_of[cid]] = float(sim)
     texts = [(rid, text) for rid, r in enumerate(globals_.reports) for _, text in map_findings(rid, r)]
-    if texts:
-        sims = np.asarray(embed([t for _, t in texts]), dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
-        for (rid, _), sim in zip(texts, sims):
-            best[rid] = max(best[rid], float(sim))
-    return best
+    if not texts:
+        return Similarities(best, None)
+    sims = np.asarray(embed([t for _, t in texts]), dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
+    for (rid, _), sim in zip(texts, sims):
+        best[rid] = max(best[rid], float(sim))
+    return Similarities(best, float(np.median(np.maximum(sims, 0.0))))
 
 
 def select_reports(
