@@ -50,7 +50,12 @@ class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(min_length=1, max_length=MAX_QUESTION)
     mode: Literal["local", "global", "naive", "tree"] = "local"
-    level: int | None = Field(None, ge=0, description="global search: the community level (default: chosen by size)")
+    level: int | None = Field(
+        None, ge=0, description="global search: the deepest level to select from (selection level: the level mapped)"
+    )
+    selection: Literal["dynamic", "level"] | None = Field(
+        None, description="global search: the reports nearest the question (dynamic, the default) or a whole level"
+    )
     over: Literal["reports", "tree"] | None = Field(None, description="global search: map reports or tree summaries")
     strategy: Literal["collapsed", "traversal"] | None = Field(None, description="tree search")
     context_tokens: int | None = Field(None, ge=64, le=1_000_000, description="at most this many tokens of data")
@@ -162,8 +167,8 @@ def create_app(
     )
     async def query(name: str, body: QueryRequest, request: Request) -> Response:
         s = served(name)
-        if (body.level is not None or body.over is not None) and body.mode != "global":
-            raise HTTPException(422, "level and over are only for global search")
+        if (body.level is not None or body.over is not None or body.selection is not None) and body.mode != "global":
+            raise HTTPException(422, "level, over and selection are only for global search")
         if body.strategy is not None and body.mode != "tree":
             raise HTTPException(422, "strategy is only for tree search")
         if s.answering and not body.only_context:
@@ -208,7 +213,14 @@ def _search(s: ServedIndex, body: QueryRequest) -> Callable[[bool], SearchResult
     """The engine call the request asks for (with its own settings and call counters)."""
     base = s.engine.config
     config = replace(base, context_tokens=body.context_tokens or base.context_tokens)
-    config = replace(config, global_=replace(config.global_, source=body.over or config.global_.source))
+    config = replace(
+        config,
+        global_=replace(
+            config.global_,
+            source=body.over or config.global_.source,
+            selection=body.selection or config.global_.selection,
+        ),
+    )
     engine = s.engine.configured(config)
     by_mode: dict[str, dict[str, Any]] = {"global": {"level": body.level}, "tree": {"strategy": body.strategy}}
     kwargs = by_mode.get(body.mode, {})
