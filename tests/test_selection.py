@@ -12,6 +12,8 @@ from test_search_engine import citing_responder
 from test_search_fixtures import build_test_index
 
 from tiny_graphrag.cli import main
+from tiny_graphrag.cli.commands import global_config
+from tiny_graphrag.cli.parser import build_parser
 from tiny_graphrag.errors import ConfigError, InputError
 from tiny_graphrag.records import Finding, Report
 from tiny_graphrag.search.config import GlobalConfig
@@ -182,6 +184,9 @@ def test_global_search_maps_only_the_selected_reports_by_default(index, embedder
     assert not any("Eiffel" in reports[k].title for k in kept)  # an unrelated community is left out
     assert r.llm_calls == d["map_chunks"] + 1 <= GlobalConfig().dynamic_map_calls + 1
     assert d["reports_mapped"] < level.details["reports_mapped"]
+    # what the selection saved is counted against the level way's own map calls
+    assert d["map_chunks_without_selection"] == level.details["map_chunks"]
+    assert d["map_calls_saved_by_selection"] == level.details["map_chunks"] - d["map_chunks"]
 
 
 def test_a_question_nothing_is_near_gets_no_model_call_and_names_the_closest_communities(index, embedder):
@@ -210,7 +215,31 @@ def test_cli_selection_options_and_the_selection_shown(index, capsys):
     )
     d = json.loads(capsys.readouterr().out)["details"]
     assert d["selection"] == "level" and d["level"] == 1 and "considered" not in d
-    main(["query", "global", "Turing?", "--index", str(index), "--only-context", "--json", "--map-calls", "1"])
+    args = ["query", "global", "Turing?", "--index", str(index), "--only-context", "--json", "--map-calls", "1"]
+    main(args)
     assert json.loads(capsys.readouterr().out)["details"]["map_chunks"] <= 1
+    applied = global_config(
+        GlobalConfig(), build_parser().parse_args([*args, "--selection", "level", "--over", "tree"])
+    )
+    assert (applied.dynamic_map_calls, applied.selection, applied.source) == (1, "level", "tree")
+    assert global_config(GlobalConfig(), build_parser().parse_args(args[:5])) == GlobalConfig()  # nothing given
     assert main(["query", "local", "Turing?", "--index", str(index), "--selection", "level"]) == 2
     assert "--selection: only for global search" in capsys.readouterr().err
+
+
+def test_memo_embed_embeds_each_text_once_and_stops_remembering_at_its_cap():
+    from tiny_graphrag.search.vectors import MemoEmbed
+
+    calls: list[list[str]] = []
+
+    def embed(texts):
+        calls.append(list(texts))
+        return np.stack([np.full(2, len(t), dtype=np.float32) for t in texts])
+
+    memo = MemoEmbed(embed, max_texts=2)
+    first = memo(["a", "bb", "a"])
+    assert calls == [["a", "bb"]] and first[:, 0].tolist() == [1, 2, 1]
+    assert memo(["bb", "a"])[:, 0].tolist() == [2, 1] and len(calls) == 1  # remembered
+    assert memo(["ccc", "a"])[:, 0].tolist() == [3, 1] and calls[-1] == ["ccc"]
+    memo(["ccc"])
+    assert calls[-1] == ["ccc"] and len(memo.memo) == 2  # past the cap: embedded again, not kept

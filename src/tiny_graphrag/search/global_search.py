@@ -252,7 +252,9 @@ def search_global(
             chosen = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
             pool = selected = globals_.at_level(chosen)
         batches = pack(selected)
-        without = len(batches) if len(selected) == len(pool) else len(pack(pool))
+        # what the level way would map: every report of the level its default rule chooses (cached)
+        level_way = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
+        without = globals_.packed(level_way, chunk_tokens, counter, config.shuffle_seed)[0]
 
     shown = {rid for b in batches for rid in b.report_ids}
     sources = nested_sources(

@@ -47,8 +47,7 @@ class GlobalIndex:
             for cid, kids in (children or {}).items()
             if cid in self.id_of
         }
-        self._batch_counts: dict[tuple, int] = {}
-        self._level_tokens: dict[tuple, int] = {}
+        self._packed: dict[tuple, tuple[int, int]] = {}
 
     @property
     def levels(self) -> list[int]:
@@ -57,31 +56,22 @@ class GlobalIndex:
     def at_level(self, level: int) -> list[tuple[int, Report]]:
         return [(self.id_of[r.community_id], r) for r in self.reports if r.level == level]
 
+    def packed(self, level: int, chunk_tokens: int, counter: TokenCounter, seed: int | None) -> tuple[int, int]:
+        """(map calls, map tokens) of every report of a level, packed once per engine and setting."""
+        key = (level, chunk_tokens, counter.name, seed)
+        if key not in self._packed:
+            batches = pack_report_batches(self.at_level(level), chunk_tokens, counter, seed=seed)
+            self._packed[key] = (len(batches), sum(b.tokens for b in batches))
+        return self._packed[key]
+
     def level_tokens(self, chunk_tokens: int, counter: TokenCounter) -> int:
         """The map tokens of the largest level's reports (dynamic selection's `dynamic_share` is of these)."""
-        key = (chunk_tokens, counter.name)
-        if key not in self._level_tokens:
-            self._level_tokens[key] = max(
-                (
-                    sum(b.tokens for b in pack_report_batches(self.at_level(lv), chunk_tokens, counter, seed=None))
-                    for lv in self.levels
-                ),
-                default=0,
-            )
-        return self._level_tokens[key]
+        return max((self.packed(lv, chunk_tokens, counter, None)[1] for lv in self.levels), default=0)
 
     def choose_level(self, config: GlobalConfig, chunk_tokens: int, counter: TokenCounter) -> int:
         """The deepest level needing at most `max_map_chunks` map calls, else the root level."""
-        levels = self.levels
-        best = levels[0]
-        for level in levels:
-            key = (level, chunk_tokens, counter.name)
-            if key not in self._batch_counts:
-                batches = pack_report_batches(self.at_level(level), chunk_tokens, counter, seed=None)
-                self._batch_counts[key] = len(batches)
-            if self._batch_counts[key] <= config.max_map_chunks:
-                best = level
-        return best
+        fitting = [lv for lv in self.levels if self.packed(lv, chunk_tokens, counter, None)[0] <= config.max_map_chunks]
+        return max(fitting, default=self.levels[0])
 
 
 def tree_as_reports(nodes: Sequence[TreeNode], vectors: VectorIndex) -> GlobalIndex:

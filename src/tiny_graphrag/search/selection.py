@@ -157,8 +157,8 @@ def select_reports(
         return len(batches) <= config.dynamic_map_calls and sum(b.tokens for b in batches) <= max_tokens
 
     n = max(longest_fit(len(ranked), fits), min(1, len(ranked)))  # the best report is read whatever the budget
-    for rid, _ in ranked:
-        why[rid] = KEPT if rid in {r for r, _ in ranked[:n]} else OVER_BUDGET
+    for i, (rid, _) in enumerate(ranked):
+        why[rid] = KEPT if i < n else OVER_BUDGET
     considered = sorted(
         (
             Considered(

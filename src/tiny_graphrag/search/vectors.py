@@ -77,16 +77,22 @@ class VectorIndex:
 
 class MemoEmbed:
     """An embedding function that embeds each distinct text once: global search scores every
-    finding of the index against each question, and the findings do not change between questions."""
+    finding of the index against each question, and the findings do not change between questions.
+    At most `max_texts` are kept, so a long-running server does not grow with every question's
+    own texts (a map point a backend wrote in its own words); later ones are embedded each time."""
 
-    def __init__(self, embed: Callable[[list[str]], np.ndarray]):
+    def __init__(self, embed: Callable[[list[str]], np.ndarray], max_texts: int = 200_000):
         self.embed = embed
+        self.max_texts = max_texts
         self.memo: dict[str, np.ndarray] = {}
 
     def __call__(self, texts: list[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
-        if missing:
-            self.memo.update(zip(missing, np.asarray(self.embed(missing), dtype=np.float32)))
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self.memo[t] for t in texts])
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        fresh = dict(zip(missing, np.asarray(self.embed(missing), dtype=np.float32))) if missing else {}
+        for t, v in fresh.items():
+            if len(self.memo) >= self.max_texts:
+                break
+            self.memo[t] = v
+        return np.stack([self.memo[t] if t in self.memo else fresh[t] for t in texts])
