@@ -7,7 +7,7 @@ removing ids a reader was never shown, and stripping citations from text quoted 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 
@@ -18,34 +18,34 @@ class Citable(Protocol):
 
 
 CitationKind = str  # "entities", "relationships", "sources", "reports"
-KINDS = {
-    "entities": "Entities",
-    "entity": "Entities",
-    "relationships": "Relationships",
-    "relationship": "Relationships",
-    "relations": "Relationships",
-    "relation": "Relationships",
-    "sources": "Sources",
-    "source": "Sources",
-    "reports": "Reports",
-    "report": "Reports",
+KINDS = {  # the words a model writes for each kind -> the kind's name in the syntax
+    word: name
+    for name, words in (
+        ("Entities", ("entities", "entity")),
+        ("Relationships", ("relationships", "relationship", "relations", "relation")),
+        ("Sources", ("sources", "source")),
+        ("Reports", ("reports", "report")),
+    )
+    for word in words
 }
 DATA_BLOCK = re.compile(r"\s*\[\s*Data\s*:([^\]]*)\]", re.IGNORECASE)
 DATA_PART = re.compile(r"([A-Za-z]+)\s*\(([^)]*)\)")
+
+
+def _cited(block: str) -> Iterator[tuple[str, dict[int, None]]]:
+    """(kind name, ids in order without repeats) of each known kind inside one [Data: ...] block."""
+    for kind, ids in DATA_PART.findall(block):
+        if kind.lower() in KINDS:
+            yield KINDS[kind.lower()], dict.fromkeys(int(t) for t in re.findall(r"\d+", ids))
 
 
 def parse_citations(text: str) -> dict[str, list[int]]:
     """Ids cited as [Data: Entities (1, 2); Relationships (3); Sources (4)], in order, deduplicated."""
     out: dict[str, list[int]] = {"entities": [], "relationships": [], "sources": [], "reports": []}
     for block in DATA_BLOCK.finditer(text):
-        for kind, ids in DATA_PART.findall(block.group(1)):
-            name = KINDS.get(kind.lower())
-            if name is None:
-                continue
+        for name, ids in _cited(block.group(1)):
             bucket = out[name.lower()]
-            for tok in re.findall(r"\d+", ids):
-                if int(tok) not in bucket:
-                    bucket.append(int(tok))
+            bucket += [i for i in ids if i not in bucket]
     return out
 
 
@@ -54,15 +54,9 @@ def filter_citations(text: str, citable: Mapping[str, set[int]]) -> str:
 
     def repl(m: re.Match) -> str:
         parts: dict[str, list[int]] = {}
-        for kind, ids in DATA_PART.findall(m.group(1)):
-            name = KINDS.get(kind.lower())
-            if name is None:
-                continue
-            allowed = citable.get(name.lower(), set())
+        for name, ids in _cited(m.group(1)):
             keep = parts.setdefault(name, [])
-            for tok in re.findall(r"\d+", ids):
-                if int(tok) in allowed and int(tok) not in keep:
-                    keep.append(int(tok))
+            keep += [i for i in ids if i in citable.get(name.lower(), set()) and i not in keep]
         rendered = "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in parts.items() if v)
         return f" [Data: {rendered}]" if rendered else ""
 

@@ -19,6 +19,12 @@ def check_range(name: str, value: float, low: float, high: float | None = None) 
         raise ConfigError(f"{name} must be {allowed}, got {value}")
 
 
+def check_ranges(section: str, config: object, **ranges: float | tuple[float, float]) -> None:
+    """`check_range` for each field named: a number is its lower bound, a pair its range."""
+    for name, bounds in ranges.items():
+        check_range(f"{section} {name}", getattr(config, name), *(bounds if isinstance(bounds, tuple) else (bounds,)))
+
+
 @dataclass(frozen=True)
 class ChunkingConfig:
     # GLiNER/GLiREL read at most 384 words (their max_len); 256 word tokens leaves room for the
@@ -66,9 +72,7 @@ class ExtractionConfig:
                 "extraction runtime 'onnx' and quantize 'int8' cannot be combined. To fix: choose one "
                 "(--runtime onnx keeps fp32 predictions; --quantize int8 changes them a little)"
             )
-        check_range("extraction entity_threshold", self.entity_threshold, 0.0, 1.0)
-        check_range("extraction relation_threshold", self.relation_threshold, 0.0, 1.0)
-        check_range("extraction batch_size", self.batch_size, 1)
+        check_ranges("extraction", self, entity_threshold=(0.0, 1.0), relation_threshold=(0.0, 1.0), batch_size=1)
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,7 @@ class ResolutionConfig:
     string_threshold: float = 0.9  # difflib ratio for near-identical spellings
 
     def __post_init__(self) -> None:
-        check_range("resolution embedding_threshold", self.embedding_threshold, 0.0, 1.0)
-        check_range("resolution string_threshold", self.string_threshold, 0.0, 1.0)
+        check_ranges("resolution", self, embedding_threshold=(0.0, 1.0), string_threshold=(0.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -114,9 +117,7 @@ class LLMConfig:
     report_min_size: int = 1
 
     def __post_init__(self) -> None:
-        check_range("llm n_ctx", self.n_ctx, 256)
-        check_range("llm max_report_tokens", self.max_report_tokens, 1)
-        check_range("llm report_min_size", self.report_min_size, 1)
+        check_ranges("llm", self, n_ctx=256, max_report_tokens=1, report_min_size=1)
         if self.report_context_tokens is not None:
             check_range("llm report_context_tokens", self.report_context_tokens, 1)
 
@@ -145,13 +146,8 @@ class TreeConfig:
     seed: int = 224  # RAPTOR's RANDOM_SEED: UMAP and the mixture are seeded, so a rebuild is identical
 
     def __post_init__(self) -> None:
-        check_range("tree reduction_dim", self.reduction_dim, 2)
-        check_range("tree threshold", self.threshold, 0.0, 1.0)
-        check_range("tree max_clusters", self.max_clusters, 1)
-        check_range("tree max_layers", self.max_layers, 1)
-        check_range("tree stop_nodes", self.stop_nodes, 1)
-        check_range("tree cluster_tokens", self.cluster_tokens, 64)
-        check_range("tree summary_tokens", self.summary_tokens, 8)
+        check_ranges("tree", self, reduction_dim=2, threshold=(0.0, 1.0), max_clusters=1, max_layers=1)
+        check_ranges("tree", self, stop_nodes=1, cluster_tokens=64, summary_tokens=8)
 
 
 @dataclass(frozen=True)

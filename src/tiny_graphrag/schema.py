@@ -77,8 +77,7 @@ class Schema:
     def from_dict(cls, data: Mapping[str, Any], *, origin: str = "schema") -> Schema:
         if not isinstance(data, Mapping):
             raise SchemaError(f"{origin}: a schema must be a mapping with 'entity_types', got {type(data).__name__}")
-        unknown = set(data) - _TOP_KEYS
-        if unknown:
+        if unknown := set(data) - _TOP_KEYS:
             raise SchemaError(
                 f"{origin}: unknown key(s) {listing(sorted(unknown))}; allowed keys are {sorted(_TOP_KEYS)}"
             )
@@ -88,31 +87,27 @@ class Schema:
         if not isinstance(ents, (list, tuple)):
             raise SchemaError(f"{origin}: 'entity_types' must be a list of labels")
         rels_raw = data.get("relation_types", [])
-        relations: list[RelationType] = []
         if isinstance(rels_raw, Mapping):
-            for label, spec in rels_raw.items():
-                spec = spec or {}
-                if not isinstance(spec, Mapping):
-                    raise SchemaError(
-                        f"{origin}: relation '{label}' must map to {{allowed_head: [...], allowed_tail: [...]}}"
-                    )
-                bad = set(spec) - _RELATION_KEYS
-                if bad:
-                    raise SchemaError(
-                        f"{origin}: relation '{label}' has unknown key(s) {sorted(bad)}; "
-                        f"allowed keys are {sorted(_RELATION_KEYS)}"
-                    )
-                relations.append(
-                    RelationType(
-                        _label(label, origin, "relation label"),
-                        _labels(spec.get("allowed_head", []), origin, f"'{label}'.allowed_head"),
-                        _labels(spec.get("allowed_tail", []), origin, f"'{label}'.allowed_tail"),
-                    )
-                )
-        elif isinstance(rels_raw, (list, tuple)):
-            relations = [RelationType(_label(x, origin, "relation label")) for x in rels_raw]
+            rel_items = list(rels_raw.items())
+        elif isinstance(rels_raw, (list, tuple)):  # labels alone: any entity types allowed
+            rel_items = [(label, {}) for label in rels_raw]
         else:
             raise SchemaError(f"{origin}: 'relation_types' must be a list of labels or a mapping")
+        relations = []
+        for label, spec in rel_items:
+            spec = spec or {}
+            if not isinstance(spec, Mapping):
+                raise SchemaError(
+                    f"{origin}: relation '{label}' must map to {{allowed_head: [...], allowed_tail: [...]}}"
+                )
+            if bad := set(spec) - _RELATION_KEYS:
+                raise SchemaError(
+                    f"{origin}: relation '{label}' has unknown key(s) {sorted(bad)}; "
+                    f"allowed keys are {sorted(_RELATION_KEYS)}"
+                )
+            name = _label(label, origin, "relation label")
+            sides = [_labels(spec.get(k, []), origin, f"'{label}'.{k}") for k in ("allowed_head", "allowed_tail")]
+            relations.append(RelationType(name, *sides))
         spacy_labels = data.get("spacy_labels")
         if spacy_labels is not None:
             if not isinstance(spacy_labels, Mapping):

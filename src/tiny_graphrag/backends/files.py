@@ -134,7 +134,9 @@ def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike[str] |
     base = models_dir(models_dir_)
     candidate = base / name
     spec = DEFAULT_MODELS.get(name)
-    if _names_a_path(name):  # a path the user typed: say that path, not <models dir>/<path>
+    # A name with a folder part (models/x.gguf, ~/m.gguf, /abs/m.gguf) is a path the user typed:
+    # say that path, not <models dir>/<path>.
+    if name.startswith("~") or len(Path(name).parts) > 1:
         raise ModelNotFoundError(
             f"{kind} model '{name}' not found: there is no file or folder at {Path(name).expanduser()}. To fix: "
             f"check the path, or give a file name under the models dir {base}/ (set by --models-dir or "
@@ -147,11 +149,6 @@ def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike[str] |
         else f"put the {kind} model at {candidate} (or pass a path, or set ${ENV_MODELS_DIR})"
     )
     raise ModelNotFoundError(f"{kind} model '{name}' not found: expected {candidate}. To fix: {how}.")
-
-
-def _names_a_path(name: str) -> bool:
-    """A model name with a folder part (models/x.gguf, ~/m.gguf, /abs/m.gguf) is a path the user gave."""
-    return Path(name).is_absolute() or name.startswith("~") or len(Path(name).parts) > 1
 
 
 def refetch_hint(path: Path) -> str:
@@ -224,33 +221,20 @@ def choose_device(requested: str | None = None) -> str:
         return requested
     import torch
 
-    if requested:
-        _check_device(torch, requested)
-        return requested
-    if torch.cuda.is_available():
-        return "cuda"
     mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def _check_device(torch, device: str) -> None:  # noqa: ANN001 - torch is imported lazily
-    """Fail with the reason and the fix when torch cannot use the requested device."""
-    kind = device.split(":")[0]
+    usable = {"cuda": torch.cuda.is_available(), "mps": mps is not None and mps.is_available()}
+    if not requested:
+        return next((device for device, ok in usable.items() if ok), "cpu")
+    kind = requested.split(":")[0]
+    if usable.get(kind, True):  # other device names are torch's to judge
+        return requested
     if kind == "cuda":
-        if torch.cuda.is_available():
-            return
-        name, why = "CUDA", "built without CUDA" if torch.version.cuda is None else "no GPU visible"
-    elif kind == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is not None and mps.is_available():
-            return
-        name, why = "MPS", "no Apple GPU" if mps is not None and mps.is_built() else "built without MPS"
+        why = "built without CUDA" if torch.version.cuda is None else "no GPU visible"
     else:
-        return  # other device names are torch's to judge
+        why = "no Apple GPU" if mps is not None and mps.is_built() else "built without MPS"
+    name = kind.upper()
     raise InputError(
-        f"{name} was requested (device '{device}') but torch sees no {name} device "
+        f"{name} was requested (device '{requested}') but torch sees no {name} device "
         f"(torch {torch.__version__}, {why}); use --device cpu"
     )
 
@@ -357,8 +341,8 @@ class ModelStatus:
         return self.found_in is not None and not self.bad_files
 
     def __str__(self) -> str:
-        where = f"{self.path} ({self.found_in})" if self.found_in else f"{self.path} (not found)"
         state = "ok     " if self.found_in else "missing"
+        where = f"{self.path} ({self.found_in or 'not found'})"
         row = f"{state} {self.spec.name}: {where}; {self.spec.purpose}; from {self.spec.source}"
         if self.bad_files:
             row += (
@@ -374,7 +358,6 @@ def model_status(models_dir_: str | os.PathLike[str] | None = None) -> list[Mode
     failed = [name for name, ok in verify_checksums(base).items() if not ok]
     rows = []
     for name, spec in DEFAULT_MODELS.items():
-        found = locate_model(name, base)
-        bad = tuple(f for f in failed if Path(f).parts[0] == name)
-        rows.append(ModelStatus(spec, found[0] if found else base / name, found[1] if found else None, bad))
+        path, found_in = locate_model(name, base) or (base / name, None)
+        rows.append(ModelStatus(spec, path, found_in, tuple(f for f in failed if Path(f).parts[0] == name)))
     return rows

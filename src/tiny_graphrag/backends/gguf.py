@@ -26,47 +26,40 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-def gguf_architecture(path: Path) -> str | None:
-    """`general.architecture` read from the GGUF header (for error messages), or None."""
+def gguf_value(path: Path, key: str) -> str | int | None:
+    """A string or integer value of the GGUF header (for error messages), or None. The key/value
+    header precedes the tokenizer's long arrays, so its first MiB holds it."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(1 << 16)
+            head = fh.read(1 << 20)
     except OSError:
         return None
-    key = b"general.architecture"
-    i = head.find(key)
-    if i < 0:
+    at = head.find(key.encode())
+    if at < 0:
         return None
-    j = i + len(key)
+    at += len(key)
     try:
-        vtype, length = struct.unpack_from("<IQ", head, j)
+        (vtype,) = struct.unpack_from("<I", head, at)
+        if vtype == 8:  # a GGUF string: its length, then its bytes
+            (length,) = struct.unpack_from("<Q", head, at + 4)
+            return head[at + 12 : at + 12 + length].decode("utf-8", "replace") if length <= 256 else None
+        fmt = {4: "<I", 5: "<i", 10: "<Q", 11: "<q"}.get(vtype)  # GGUF integer value types
+        return int(struct.unpack_from(fmt, head, at + 4)[0]) if fmt else None
     except struct.error:
         return None
-    if vtype != 8 or length > 256:  # 8 = GGUF string
-        return None
-    return head[j + 12 : j + 12 + length].decode("utf-8", "replace")
+
+
+def gguf_architecture(path: Path) -> str | None:
+    """`general.architecture` read from the GGUF header, or None."""
+    arch = gguf_value(path, "general.architecture")
+    return arch if isinstance(arch, str) else None
 
 
 def gguf_context_length(path: Path) -> int | None:
     """`<architecture>.context_length` (the context the model was trained for) from the GGUF header, or None."""
     arch = gguf_architecture(path)
-    if not arch:
-        return None
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(1 << 20)  # the key/value header precedes the tokenizer's long arrays
-    except OSError:
-        return None
-    key = f"{arch}.context_length".encode()
-    i = head.find(key)
-    if i < 0:
-        return None
-    try:
-        (vtype,) = struct.unpack_from("<I", head, i + len(key))
-        fmt = {4: "<I", 5: "<i", 10: "<Q", 11: "<q"}.get(vtype)  # GGUF integer value types
-        return int(struct.unpack_from(fmt, head, i + len(key) + 4)[0]) if fmt else None
-    except struct.error:
-        return None
+    trained = gguf_value(path, f"{arch}.context_length") if arch else None
+    return trained if isinstance(trained, int) else None
 
 
 def load_failure(path: Path, exc: Exception, n_ctx: int, version: str) -> ModelLoadError:
@@ -108,21 +101,15 @@ def physical_cores(cpu_dir: Path = Path("/sys/devices/system/cpu")) -> int | Non
     """The CPU cores (not hardware threads) this process may run on, read from Linux's CPU
     topology; None where that cannot be read (another OS, a sandbox without /sys)."""
     try:
-        cpus = os.sched_getaffinity(0)
-        return (
-            len(
-                {
-                    tuple(
-                        (cpu_dir / f"cpu{c}" / "topology" / name).read_text().strip()
-                        for name in ("physical_package_id", "core_id")
-                    )
-                    for c in cpus
-                }
+        cores = {
+            tuple(
+                (cpu_dir / f"cpu{c}" / "topology" / f).read_text().strip() for f in ("physical_package_id", "core_id")
             )
-            or None
-        )
+            for c in os.sched_getaffinity(0)
+        }
     except (AttributeError, OSError):
         return None
+    return len(cores) or None
 
 
 def generation_threads(config: LLMConfig) -> int | None:
@@ -188,11 +175,8 @@ _PROBE = "tgr-system-probe-7f3a"
 
 
 class _Captured(Exception):
-    """Raised by the capture proxy to stop a chat handler right before it runs the model."""
-
-    def __init__(self, kwargs: dict[str, Any]):
-        super().__init__("captured")
-        self.kwargs = kwargs
+    """Raised by the capture proxy with the model call's arguments (args[0]), to stop a chat
+    handler right before it runs the model."""
 
 
 class _CaptureProxy:
@@ -299,7 +283,7 @@ class ChatTemplate:
                 stream=False,
             )
         except _Captured as captured:
-            return captured.kwargs
+            return captured.args[0]
         raise ModelLoadError(  # pragma: no cover - only for exotic handlers
             f"chat_format {self.name!r} does not run through create_completion; choose another LLMConfig.chat_format"
         )

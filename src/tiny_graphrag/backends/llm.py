@@ -156,13 +156,10 @@ class CachedLLM:
         hit = self._lookup(key)
         if hit is not None:
             return Completion(**{**hit, "cached": True})
-        result = self.backend.complete(
-            messages,
-            schema=schema,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            **self._constraint("complete", grammar),
-        )
+        asked = CompleteOptions(schema=schema, max_tokens=max_tokens, temperature=temperature)
+        if grammar is not None and self._grammar_in["complete"]:
+            asked["grammar"] = grammar
+        result = self.backend.complete(messages, **asked)
         self.calls += 1
         self._store(key, result)
         return result
@@ -285,13 +282,12 @@ class LlamaCppLLM:
             return 0
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def _run_kwargs(
-        self, messages: Messages, schema: JSON | None, max_tokens: int, temperature: float, grammar: str | None = None
-    ) -> dict[str, Any]:
+    def _run_kwargs(self, messages: Messages, options: CompleteOptions) -> dict[str, Any]:
+        schema, grammar, max_tokens = options.get("schema"), options.get("grammar"), options.get("max_tokens", 512)
         _check_max_tokens(max_tokens)
         if schema is not None and grammar is not None:
             raise ValueError("give a JSON schema or a GBNF grammar, not both")
-        kwargs = self.template.arguments(messages, schema, max_tokens, temperature)
+        kwargs = self.template.arguments(messages, schema, max_tokens, options.get("temperature", 0.0))
         n_prompt = len(kwargs["prompt"])
         # llama-cpp-python would silently shrink max_tokens to what is left; we refuse instead.
         if n_prompt + max_tokens > self.n_ctx:
@@ -305,17 +301,9 @@ class LlamaCppLLM:
             kwargs["grammar"] = text_grammar(grammar)
         return kwargs
 
-    def complete(
-        self,
-        messages: Messages,
-        *,
-        schema: JSON | None = None,
-        grammar: str | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Completion:
+    def complete(self, messages: Messages, **options: Unpack[CompleteOptions]) -> Completion:
         with self._lock:
-            kwargs = self._run_kwargs(messages, schema, max_tokens, temperature, grammar)
+            kwargs = self._run_kwargs(messages, options)
             # llama-cpp-python types its return as a stream or a response whatever `stream` is
             out = cast("CreateCompletionResponse", self._llama.create_completion(**kwargs))
         choice = out["choices"][0]
@@ -331,8 +319,8 @@ class LlamaCppLLM:
         self, messages: Messages, *, grammar: str | None = None, max_tokens: int = 512, temperature: float = 0.0
     ) -> Generator[str, None, Completion]:
         with self._lock:
-            kwargs = self._run_kwargs(messages, None, max_tokens, temperature, grammar)
-            kwargs["stream"] = True
+            options = CompleteOptions(grammar=grammar, max_tokens=max_tokens, temperature=temperature)
+            kwargs = {**self._run_kwargs(messages, options), "stream": True}
             pieces: list[str] = []
             finish: str = "stop"
             for chunk in cast("Iterator[CreateCompletionResponse]", self._llama.create_completion(**kwargs)):

@@ -41,18 +41,18 @@ def _leiden(members: Sequence[str], simple: nx.Graph, config: CommunityConfig) -
     import leidenalg
 
     index = {n: i for i, n in enumerate(members)}
-    edges, w = [], []
-    # Only the members' own edges: walking every edge of the graph per split was quadratic.
-    for a in members:
-        for b, data in simple.adj[a].items():
-            if a < b and b in index:  # each pair once
-                edges.append((index[a], index[b]))
-                w.append(data["weight"])
+    # Only the members' own edges (walking every edge of the graph per split was quadratic), each
+    # pair once (a < b), sorted: stable input -> stable output.
+    edges = sorted(
+        (index[a], index[b], data["weight"])
+        for a in members
+        for b, data in simple.adj[a].items()
+        if a < b and b in index
+    )
     if not edges:
         return [[n] for n in members]
-    order = sorted(range(len(edges)), key=lambda i: edges[i])  # stable input -> stable output
-    g = ig.Graph(n=len(members), edges=[edges[i] for i in order])
-    g.es["weight"] = [w[i] for i in order]
+    g = ig.Graph(n=len(members), edges=[(i, j) for i, j, _ in edges])
+    g.es["weight"] = [w for _, _, w in edges]
     # RBConfiguration with resolution 1 is modularity; other values let users tune granularity.
     partition = leidenalg.find_partition(
         g,
@@ -110,27 +110,22 @@ def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig = C
         levels.append(nxt)
 
     ids = [[content_id("com", lvl, *members) for members, _, _ in level] for lvl, level in enumerate(levels)]
-    children: list[list[list[str]]] = [[[] for _ in level] for level in levels]
-    for lvl in range(1, len(levels)):
-        for j, (_, _, parent) in enumerate(levels[lvl]):
-            assert parent is not None  # only the top level's communities have none
-            children[lvl - 1][parent].append(ids[lvl][j])
+    children: dict[tuple[int, int | None], list[str]] = defaultdict(list)  # (level, index) -> child ids
+    for lvl, level in enumerate(levels[1:], 1):
+        for j, (_, _, parent) in enumerate(level):
+            children[lvl - 1, parent].append(ids[lvl][j])
     out = [
         Community(
             id=ids[lvl][j],
             level=lvl,
             nodes=members,
             parent=ids[lvl - 1][parent] if parent is not None else None,
-            children=tuple(children[lvl][j]),
+            children=tuple(children.get((lvl, j), ())),
             edges=_inner_edges(graph, members),
         )
         for lvl, level in enumerate(levels)
         for j, (members, _, parent) in enumerate(level)
     ]
-    log.info(
-        "%d communities over %d levels (%s per level)",
-        len(out),
-        len(levels),
-        ", ".join(str(len(level)) for level in levels),
-    )
+    per_level = ", ".join(str(len(level)) for level in levels)
+    log.info("%d communities over %d levels (%s per level)", len(out), len(levels), per_level)
     return out

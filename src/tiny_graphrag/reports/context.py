@@ -69,11 +69,7 @@ class ReportContext:
         return tuple(r[0] for r in self.relationships)
 
     def citable(self) -> dict[CitationKind, set[int]]:
-        return {
-            "entities": set(self.entity_ids),
-            "relationships": set(self.relationship_ids),
-            "sources": set(self.source_ids),
-        }
+        return {kind: {row[0] for row in getattr(self, kind)} for kind in ("entities", "relationships", "sources")}
 
 
 def _mentions(value: Any) -> int:
@@ -206,18 +202,12 @@ class _Builder:
                 src = self._edge_source(e)
                 if src is not None:
                     spans.setdefault(src[0], []).append(src[1])
+        snippets = {sid: self._snippet(sid, s) for sid, s in spans.items()}
         return [
             ("Reports", "title|summary", reports),
             ("Entities", "id|entity|type|mentions", list(entities.values())),
             ("Relationships", "id|source|target|relation|weight", edges),
-            (
-                "Sources",
-                "id|text",
-                [
-                    (row(sid, text), (sid, text))
-                    for sid, text in ((sid, self._snippet(sid, s)) for sid, s in spans.items())
-                ],
-            ),
+            ("Sources", "id|text", [(row(sid, text), (sid, text)) for sid, text in snippets.items()]),
         ]
 
     def render(self, units: Sequence[Unit], budget: int) -> ReportContext | None:

@@ -1,7 +1,7 @@
 """Community reports (GraphRAG paper §3.1.5): constrained generation, retries and the fallback.
 
-The request is in `report_prompt`, the data tables in `report_context`, the parsing and repair
-of the model's JSON in `report_json`; this module runs them for every community, deepest level
+The request is in `reports.prompt`, the data tables in `reports.context`, the parsing and repair
+of the model's JSON in `reports.parse`; this module runs them for every community, deepest level
 first so that parents can use their children's reports.
 """
 

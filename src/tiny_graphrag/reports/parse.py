@@ -128,21 +128,13 @@ def end_at_boundary(text: str, bound: int) -> str:
     return (text[:cut] if cut > half else text).rstrip(",;: ") + "…"
 
 
-def trim_to_bounds(data: dict, schema: dict) -> dict:
+def trim_to_bounds(data: Any, schema: dict) -> Any:
     """A validated report whose strings that reached their schema bound end at a boundary."""
-    props = schema["properties"]
-    finding = props["findings"]["items"]["properties"]
-
-    def trim(text: str, spec: dict) -> str:
-        return end_at_boundary(text, spec["maxLength"]) if "maxLength" in spec else text
-
-    return {
-        **data,
-        "title": trim(data["title"], props["title"]),
-        "summary": trim(data["summary"], props["summary"]),
-        "rating_explanation": trim(data["rating_explanation"], props["rating_explanation"]),
-        "findings": [
-            {k: trim(v, finding[k]) if isinstance(v, str) and k in finding else v for k, v in f.items()}
-            for f in data["findings"]
-        ],
-    }
+    if isinstance(data, str):
+        return end_at_boundary(data, schema["maxLength"]) if "maxLength" in schema else data
+    if isinstance(data, list):
+        return [trim_to_bounds(v, schema["items"]) for v in data]
+    if isinstance(data, dict):
+        props = schema["properties"]
+        return {k: trim_to_bounds(v, props[k]) if k in props else v for k, v in data.items()}
+    return data

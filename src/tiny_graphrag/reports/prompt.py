@@ -46,13 +46,13 @@ def report_schema(max_report_tokens: int = 800, sources: Sequence[int] = ()) -> 
 
     A small model fills most strings up to their maxLength, so the bounds decide how long (and
     how slow) a report is; a string stopped there is cut back to a boundary afterwards
-    (report_json.end_at_boundary). Longer bounds at small budgets (room for a whole sentence
+    (reports.parse.end_at_boundary). Longer bounds at small budgets (room for a whole sentence
     each) gave longer, less grounded reports (bench/RESULTS.md). At 800 tokens this is
     REPORT_SCHEMA itself.
 
     With `sources` (the ids of the context's Sources rows) a finding is grounded: the model
     chooses the row that states it (`source`, one of these ids) and writes its one-line summary;
-    the report quotes that row's text as the explanation (reports.py). The 0.5B model's own
+    the report quotes that row's text as the explanation (reports.generate). The 0.5B model's own
     explanations were mostly invented ("Chicago is a religious organization"), and global search
     passed them on as facts; chosen rows are the data's own words.
     """
