@@ -169,10 +169,8 @@ class CachedEmbedder:
         if not texts:  # the backend knows the width of no rows
             return np.asarray(self.backend.embed([], progress=progress), dtype=np.float32)
         keys = [cache_key("embed", self.fingerprint, t) for t in texts]
-        hits = [self.cache.get(key) for key in keys]
-        rows = {
-            i: np.frombuffer(base64.b64decode(hit), dtype=np.float32) for i, hit in enumerate(hits) if hit is not None
-        }
+        cached = ((i, self.cache.get(key)) for i, key in enumerate(keys))
+        rows = {i: np.frombuffer(base64.b64decode(hit), dtype=np.float32) for i, hit in cached if hit is not None}
         todo = [i for i in range(len(texts)) if i not in rows]
         self.cache_hits += len(rows)
         self.calls += len(todo)

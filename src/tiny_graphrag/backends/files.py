@@ -160,10 +160,9 @@ def refetch_hint(path: Path) -> str:
 
 def verify_pinned(path: Path) -> None:
     """Refuse a file named in PINNED_GGUFS whose size or sha256 differs from the pinned one."""
-    pinned = PINNED_GGUFS.get(path.name)
-    if pinned is None:
+    if path.name not in PINNED_GGUFS:
         return
-    size, digest = pinned
+    size, digest = PINNED_GGUFS[path.name]
     stat = path.stat()
     seen = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if seen in _VERIFIED:
@@ -262,8 +261,7 @@ def download_models(names: list[str] | None = None, *, models_dir_: str | os.Pat
     hub = require("huggingface_hub", "download", "Downloading models")
     base = models_dir(models_dir_)
     wanted = names or list(DEFAULT_MODELS)
-    unknown = [n for n in wanted if n not in DEFAULT_MODELS]
-    if unknown:
+    if unknown := [n for n in wanted if n not in DEFAULT_MODELS]:
         raise ModelNotFoundError(f"unknown model(s) {unknown}; known: {sorted(DEFAULT_MODELS)}")
     try:
         base.mkdir(parents=True, exist_ok=True)

@@ -81,24 +81,19 @@ def _mentions(value: Any) -> int:
         return 0
 
 
+@dataclass
 class _Builder:
     """Renders lists of units as tables and finds the most of them that fit the budget."""
 
-    def __init__(
-        self,
-        graph: nx.MultiDiGraph,
-        sources: Mapping[str, SourceText],
-        count: Callable[[str], int],
-        sub_reports: Mapping[str, Report],
-        budget: int,
-    ) -> None:
-        self.graph = graph
-        self.sources = sources
-        self.count = count
-        self.sub_reports = sub_reports
-        self.budget = budget
-        self.base = prompt_tokens(report_messages(""), count)  # render() checks the whole prompt as asked
-        self._text = {s.sid: s.text for s in sources.values()}
+    graph: nx.MultiDiGraph
+    sources: Mapping[str, SourceText]
+    count: Callable[[str], int]
+    sub_reports: Mapping[str, Report]
+    budget: int
+
+    def __post_init__(self) -> None:
+        self.base = prompt_tokens(report_messages(""), self.count)  # render() checks the whole prompt as asked
+        self._text = {s.sid: s.text for s in self.sources.values()}
 
     # -- elements ---------------------------------------------------------------------------
     def elements(self, edges: Sequence[Edge], nodes: Sequence[str]) -> list[Unit]:

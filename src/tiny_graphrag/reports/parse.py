@@ -13,30 +13,24 @@ from typing import Any
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
+# A JSON string (to its end when it is unterminated: what follows is inside it), or a structural character.
+_JSON_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"?|[{}\[\],]', re.DOTALL)
+
+
 def _closing_candidates(text: str) -> list[str]:
     """Ways to end a truncated JSON text after a complete member, longest first."""
     stack: list[str] = []
-    in_string = escape = False
     cuts: list[tuple[int, str]] = []
-    for i, ch in enumerate(text):
-        if in_string:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]":
+    for m in _JSON_TOKEN.finditer(text):
+        token = m.group()
+        if token in "{[":
+            stack.append("}" if token == "{" else "]")
+        elif token in "}]":
             if stack:
                 stack.pop()
-            cuts.append((i + 1, "".join(reversed(stack))))
-        elif ch == ",":
-            cuts.append((i, "".join(reversed(stack))))
+            cuts.append((m.end(), "".join(reversed(stack))))
+        elif token == ",":
+            cuts.append((m.start(), "".join(reversed(stack))))
     return [text[:pos] + closers for pos, closers in reversed(cuts)]
 
 
@@ -63,9 +57,7 @@ def validate_report(data: Any) -> dict | None:
     if not isinstance(data, dict):
         return None
     title, summary = _clean(data.get("title")), _clean(data.get("summary"))
-    rating = data.get("rating")
-    explanation = data.get("rating_explanation")
-    findings_in = data.get("findings")
+    rating, explanation, findings_in = data.get("rating"), data.get("rating_explanation"), data.get("findings")
     if title is None or summary is None or not isinstance(explanation, str):
         return None
     if isinstance(rating, bool) or not isinstance(rating, (int, float)) or rating != rating:

@@ -58,8 +58,8 @@ def report_schema(max_report_tokens: int = 800, sources: Sequence[int] = ()) -> 
     """
     f = min(1.0, max_report_tokens / 800)
     schema = copy.deepcopy(REPORT_SCHEMA)
-    props = schema["properties"]
-    finding = props["findings"]["items"]["properties"]
+    props, findings = schema["properties"], schema["properties"]["findings"]
+    finding = findings["items"]["properties"]
     for spec, floor in (
         (props["title"], 40),
         (props["summary"], 120),
@@ -68,14 +68,11 @@ def report_schema(max_report_tokens: int = 800, sources: Sequence[int] = ()) -> 
         (finding["explanation"], 100),
     ):
         spec["maxLength"] = max(floor, int(spec["maxLength"] * f))
-    props["findings"]["maxItems"] = max(1, min(5, round(5 * f)))
+    findings["maxItems"] = max(1, min(5, round(5 * f)))
     if sources:
-        props["findings"]["items"]["properties"] = {
-            "source": {"enum": sorted(set(sources))},
-            "summary": finding["summary"],
-        }
-        props["findings"]["items"]["required"] = ["source", "summary"]
-        props["findings"]["maxItems"] = min(props["findings"]["maxItems"], len(set(sources)))
+        findings["items"]["properties"] = {"source": {"enum": sorted(set(sources))}, "summary": finding["summary"]}
+        findings["items"]["required"] = ["source", "summary"]
+        findings["maxItems"] = min(findings["maxItems"], len(set(sources)))
     return schema
 
 
