@@ -6,12 +6,13 @@ it (local.py builds the context from its candidates and asks for the answer).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from tiny_graphrag.records import Community
+from tiny_graphrag.search.answer import Timer
 from tiny_graphrag.search.config import FusionConfig, LocalConfig
 from tiny_graphrag.search.graph_index import GraphIndex, top_candidates
 from tiny_graphrag.search.hybrid import HybridRetriever, Ranked
@@ -40,8 +41,10 @@ class LocalRetriever:
         communities: Sequence[Community] = (),
         *,
         reported: set[str] | None = None,
+        embed: Callable[[str], np.ndarray] | None = None,
     ):
         self.index = graph_index
+        self.embed = embed  # the query's vector, when retrieve is given none
         self.graph = graph_index.graph
         self.linker = linker
         self.hybrid = hybrid
@@ -59,19 +62,42 @@ class LocalRetriever:
     def retrieve(
         self,
         query: str,
-        query_vector: np.ndarray,
+        query_vector: np.ndarray | None = None,
         config: LocalConfig | None = None,
         fusion: FusionConfig | None = None,
         *,
         linked: list[LinkedEntity] | None = None,
         hybrid: Ranked | None = None,
+        where: Mapping[str, str] | None = None,
+        timer: Timer | None = None,
     ) -> LocalCandidates:
+        """The query embedded (unless `query_vector` is given), linked and spread over the graph;
+        the text ranked only over the documents whose metadata has each `where` key=value. The
+        steps' seconds go to `timer` ("embed_query", "link", "retrieve")."""
         config = config or LocalConfig()
         fusion = fusion or self.hybrid.fusion
+        timer = timer or Timer()
+        if query_vector is None:
+            assert self.embed is not None, "a retriever without an embedder needs the query's vector"
+            with timer("embed_query"):
+                query_vector = self.embed(query)
         if linked is None:
-            linked = self.link(query, query_vector, config)
-        if hybrid is None:
-            hybrid = self.hybrid.rank(query, query_vector, fusion=fusion)
+            with timer("link"):
+                linked = self.link(query, query_vector, config)
+        with timer("retrieve"):
+            if hybrid is None:
+                hybrid = self.hybrid.rank(query, query_vector, fusion=fusion, where=where)
+            return self._spread(query_vector, config, fusion, linked, hybrid)
+
+    def _spread(
+        self,
+        query_vector: np.ndarray,
+        config: LocalConfig,
+        fusion: FusionConfig,
+        linked: list[LinkedEntity],
+        hybrid: Ranked,
+    ) -> LocalCandidates:
+        """Steps 2 and 3 of local.py's docstring: PageRank from the seeds, then the rankings."""
         if not linked or len(self.index) == 0:
             return LocalCandidates(tuple(linked), (), (), (), hybrid.fused, hybrid, ())
 
