@@ -108,14 +108,12 @@ class QueryEngine:
     def _embedder_for(self, info: dict[str, Any], given: str | os.PathLike[str] | None, device: str | None) -> Embedder:
         if given is not None:
             return Embedder(str(given), models_dir=self.models_dir, device=device)
-        name = info.get("name") or "all-MiniLM-L6-v2"
         try:
-            embedder = Embedder(name, models_dir=self.models_dir, device=device)
+            embedder = Embedder(info.get("name") or "all-MiniLM-L6-v2", models_dir=self.models_dir, device=device)
         except ModelNotFoundError:
-            if info.get("path") and Path(info["path"]).exists():
-                embedder = Embedder(info["path"], models_dir=self.models_dir, device=device)
-            else:
+            if not (info.get("path") and Path(info["path"]).exists()):
                 raise
+            embedder = Embedder(info["path"], models_dir=self.models_dir, device=device)
         if info.get("fingerprint") and embedder.fingerprint != info["fingerprint"]:
             log.warning(
                 "the embedder %s differs from the one that built %s (fingerprint %s, expected %s): "
@@ -155,7 +153,7 @@ class QueryEngine:
         `config.fusion` does not apply: the retrievers were built with this engine's."""
         other = copy.copy(self)
         other.config = config
-        if isinstance(self._llm, CachedLLM):  # its own call counters (usage), the same model and cache
+        if self._llm is not None:  # its own call counters (usage), the same model and cache
             other._llm = CachedLLM(self._llm.backend, self._llm.cache)
         return other
 
@@ -184,13 +182,12 @@ class QueryEngine:
                 "those keys (--where KEY=VALUE, where={KEY: VALUE})"
             )
         where = {str(k): str(v) for k, v in (where or {}).items()}
-        llm = self._llm if only_context else self.llm
-        n_ctx = llm.n_ctx if llm is not None else self.config.n_ctx or self._llm_config.n_ctx
+        loaded = self._llm if only_context else self.llm
         run = SearchRun(
             mode,
             query,
-            llm,
-            n_ctx=int(n_ctx),
+            tokenizer=loaded,
+            n_ctx=int(loaded.n_ctx if loaded is not None else self.config.n_ctx or self._llm_config.n_ctx),
             context_tokens=self.config.context_tokens,
             answer_tokens=self.config.answer_max_tokens,
             only_context=only_context,
