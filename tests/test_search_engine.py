@@ -131,6 +131,18 @@ def test_local_search_follows_the_graph_across_hops(engine):
     assert "King's College" in r.context
 
 
+def test_a_readers_walk_through_local_search_is_short_and_mostly_forward(engine):
+    """Issue 29: the library calls within two of local_search make at most 12 stays in a file and
+    come back to a file already left at most 3 times (scripts/walk.py)."""
+    from scripts.walk import stays, walk
+
+    engine.local_search("Where did Alan Turing study?", only_context=True)  # models loaded outside the walk
+    calls = walk(engine, "Where did Alan Turing study?", 2)
+    out, returns = stays(calls)
+    assert calls[0] == ("search/engine.py", "local_search") and ("search/local_retriever.py", "retrieve") in calls
+    assert len(out) <= 12 and returns <= 3, out
+
+
 def test_global_search_calls_are_map_chunks_plus_one(index, embedder):
     # small chunks: several map calls; GraphRAG's ranking (the model's scores alone), so the
     # points in the reduce are exactly the ones the model scored above 0

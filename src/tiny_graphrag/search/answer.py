@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, CachedLLM
+from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM
 from tiny_graphrag.citations import check_citations, parse_citations, strip_citations
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.search.context import BuiltContext
 from tiny_graphrag.search.prompts import NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_grammar, answer_messages, prompt_tokens
 from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult, Usage
-from tiny_graphrag.search.tokens import TokenCounter
+from tiny_graphrag.search.tokens import counter_for
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +75,6 @@ def sources_containing(answer: str, sources: Sources, query: str, limit: int = M
     return [cid for _, _, cid in sorted(hits)[:limit]]
 
 
-def check_query(query: object) -> str:
-    if not isinstance(query, str):
-        raise InputError(f"the query must be a string, got {type(query).__name__}")
-    if not query.strip():
-        raise InputError("the query is empty: ask a question")
-    return query.strip()
-
-
 class Timer:
     """Seconds per named step: `with timer("retrieve"): ...`; `total` runs from construction."""
 
@@ -120,15 +112,16 @@ class CallMeter:
 class SearchRun:
     """What a search has gathered so far: notes, details, usage per category, seconds per step.
 
-    `llm` loads the model on first use (never for `only_context`); `documents` names each
-    chunk's document file in the sources of the result.
+    `tokenizer` counts the budgets (None: the stated estimate); `llm` loads the model on first
+    use (never for `only_context`); `documents` names each chunk's document file in the sources
+    of the result.
     """
 
     def __init__(
         self,
         mode: str,
         query: str,
-        counter: TokenCounter,
+        tokenizer: LLM | None,
         *,
         n_ctx: int,
         context_tokens: int | None,
@@ -138,7 +131,7 @@ class SearchRun:
         documents: Callable[[Sources], Sources],
         where: Mapping[str, str] | None = None,
     ) -> None:
-        self.mode, self.query, self.counter = mode, query, counter
+        self.mode, self.query, self.counter = mode, query, counter_for(tokenizer)
         self.where = dict(where or {})  # metadata key=value: only text of documents that have them
         self.n_ctx, self.context_tokens, self.answer_tokens = n_ctx, context_tokens, answer_tokens
         self.only_context = only_context

@@ -11,7 +11,9 @@ id the model cites.
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -97,17 +99,14 @@ def relation_rows(graph, edges: Sequence[tuple[str, str, str]]) -> list[tuple[st
 def nested_sources(sources: Sources, store: IndexStore, index: GraphIndex) -> Sources:
     """`sources` plus what the shown reports cite in their own [Data: ...] citations, so that an id
     a model copies out of a report resolves too."""
-    cited: dict[str, list[int]] = {"sources": [], "entities": [], "relationships": []}
+    cited: dict[str, list[int]] = defaultdict(list)
     for r in sources.reports:
         for kind, ids in parse_citations(r.text).items():
-            if kind in cited:
-                cited[kind].extend(ids)
+            cited[kind].extend(ids)
     chunks = []
     for sid in dict.fromkeys(cited["sources"]):
-        try:
+        with contextlib.suppress(KeyError):  # a report may cite a source since removed
             chunks.append(source_chunk(store.chunk_by_sid(sid), sid))
-        except KeyError:
-            pass
     keys = [index.node_by_hid[h] for h in dict.fromkeys(cited["entities"]) if h in index.node_by_hid]
     edges = [index.edge_by_hid[h] for h in dict.fromkeys(cited["relationships"]) if h in index.edge_by_hid]
     extra = Sources(
@@ -171,23 +170,19 @@ def build_local_context(
     nothing the text does not, and costs the text room.
     """
     shares = local_budgets(budget, config)
-    sep = count("\n\n")  # the separator between sections
-    report_text, report_src, n_reports = pack_table(
-        "Reports", REPORT_HEADER, report_rows(reports), shares["reports"], count
-    )
-    ent_budget = shares["graph"] // 2
     ent_rows = entity_rows(graph, entities) if config.entity_table else []
-    ent_text, ent_src, n_ent = pack_table("Entities", ENTITY_HEADER, ent_rows, ent_budget, count)
+    ents = pack_table("Entities", ENTITY_HEADER, ent_rows, shares["graph"] // 2, count)
     omit = GENERIC_RELATIONS | set(omit_relations)
     shown = [e for e in relationships if graph.edges[e].get("label", e[2]) not in omit]
-    rel_budget = shares["graph"] - n_ent - (sep if n_ent else 0)
-    rel_text, rel_src, n_rel = pack_table(
-        "Relationships", RELATION_HEADER, relation_rows(graph, shown), rel_budget, count
-    )
-    tables = [report_text, ent_text, rel_text]
+    rel_budget = shares["graph"] - ents[2] - (count("\n\n") if ents[2] else 0)  # the separator between sections
+    tables = {  # in the order shown after the text; the text gives way first, then the last of them
+        "reports": pack_table("Reports", REPORT_HEADER, report_rows(reports), shares["reports"], count),
+        "entities": ents,
+        "relationships": pack_table("Relationships", RELATION_HEADER, relation_rows(graph, shown), rel_budget, count),
+    }
     rows = chunk_rows(chunks, sid_of, places)
     while True:
-        tail = join_sections(tables)
+        tail = join_sections([text for text, _, _ in tables.values()])
         # The text table gets what the tables leave; the whole is measured as joined, and where a
         # tokenizer merges across the join the text gives way first, then the last table.
         room = budget - (count("\n\n" + tail) if tail else 0)
@@ -199,30 +194,12 @@ def build_local_context(
                 break
             room -= max(1, total - budget)
             src_text, chunk_src, n_src = pack_table("Sources", SOURCE_HEADER, rows, room, count)
-        if total <= budget or not any(tables):
+        if total <= budget or not tail:
             break
-        last = max(i for i, t in enumerate(tables) if t)
-        tables[last] = ""
-    kept = [bool(t) for t in tables]
-    sources = Sources(
-        chunks=tuple(chunk_src),
-        reports=tuple(report_src) if kept[0] else (),
-        entities=tuple(ent_src) if kept[1] else (),
-        relationships=tuple(rel_src) if kept[2] else (),
-    )
-    return BuiltContext(
-        full,
-        sources,
-        total,
-        budget,
-        {
-            "sources": n_src,
-            "reports": n_reports if kept[0] else 0,
-            "entities": n_ent if kept[1] else 0,
-            "relationships": n_rel if kept[2] else 0,
-        },
-        {"budgets": shares},
-    )
+        tables[[k for k, (text, _, _) in tables.items() if text][-1]] = ("", [], 0)
+    sources = Sources(chunks=tuple(chunk_src), **{k: tuple(kept) for k, (_, kept, _) in tables.items()})
+    tokens = {"sources": n_src} | {k: n for k, (_, _, n) in tables.items()}
+    return BuiltContext(full, sources, total, budget, tokens, {"budgets": shares})
 
 
 # ---- global ----------------------------------------------------------------------------------

@@ -34,10 +34,10 @@ from tiny_graphrag.backends.embed import Embedder
 from tiny_graphrag.backends.files import choose_device
 from tiny_graphrag.backends.llm import LLM, CachedLLM, open_llm
 from tiny_graphrag.config import LLMConfig, from_dict
-from tiny_graphrag.errors import ModelNotFoundError
+from tiny_graphrag.errors import InputError, ModelNotFoundError, listing
 from tiny_graphrag.index.cache import CallCache
 from tiny_graphrag.index.store import IndexStore
-from tiny_graphrag.search.answer import SearchRun, check_query
+from tiny_graphrag.search.answer import SearchRun
 from tiny_graphrag.search.config import GlobalConfig, LocalConfig, NaiveConfig, SearchConfig, TreeSearchConfig
 from tiny_graphrag.search.global_search import map_plan, search_global
 from tiny_graphrag.search.index import SearchIndex
@@ -45,7 +45,6 @@ from tiny_graphrag.search.local import search_local
 from tiny_graphrag.search.local_retriever import LocalCandidates
 from tiny_graphrag.search.naive import search_naive
 from tiny_graphrag.search.result import SearchResult, StreamingResult
-from tiny_graphrag.search.tokens import counter_for
 from tiny_graphrag.search.tree_search import search_tree
 
 if TYPE_CHECKING:  # being added to embed.py; only a type here, so this module runs without it
@@ -53,7 +52,13 @@ if TYPE_CHECKING:  # being added to embed.py; only a type here, so this module r
 
 log = logging.getLogger(__name__)
 
-DEFAULT_N_CTX = LLMConfig().n_ctx
+
+def check_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise InputError(f"the query must be a string, got {type(query).__name__}")
+    if not query.strip():
+        raise InputError("the query is empty: ask a question")
+    return query.strip()
 
 
 class QueryEngine:
@@ -87,13 +92,11 @@ class QueryEngine:
             embedder = self._embedder_for(manifest.get("embedder") or {}, embedder, device)
         self.embedder = embedder
         self._llm: CachedLLM | None = None
-        self._llm_config: LLMConfig | None = None
-        if llm is None:
-            self._llm_config = from_dict(LLMConfig, build_config.get("llm") or {})
-        elif isinstance(llm, LLMConfig):
-            self._llm_config = llm
-        else:
-            self._llm = llm if isinstance(llm, CachedLLM) else CachedLLM(llm, cache)  # counted like any model
+        if llm is None or isinstance(llm, LLMConfig):
+            self._llm_config = llm if llm is not None else from_dict(LLMConfig, build_config.get("llm") or {})
+        else:  # ready-made, counted like any model; the settings are never read then
+            self._llm_config = LLMConfig()
+            self._llm = llm if isinstance(llm, CachedLLM) else CachedLLM(llm, cache)
 
         # -- data -----------------------------------------------------------------------------
         self.device = choose_device(device)
@@ -105,14 +108,12 @@ class QueryEngine:
     def _embedder_for(self, info: dict[str, Any], given: str | os.PathLike[str] | None, device: str | None) -> Embedder:
         if given is not None:
             return Embedder(str(given), models_dir=self.models_dir, device=device)
-        name = info.get("name") or "all-MiniLM-L6-v2"
         try:
-            embedder = Embedder(name, models_dir=self.models_dir, device=device)
+            embedder = Embedder(info.get("name") or "all-MiniLM-L6-v2", models_dir=self.models_dir, device=device)
         except ModelNotFoundError:
-            if info.get("path") and Path(info["path"]).exists():
-                embedder = Embedder(info["path"], models_dir=self.models_dir, device=device)
-            else:
+            if not (info.get("path") and Path(info["path"]).exists()):
                 raise
+            embedder = Embedder(info["path"], models_dir=self.models_dir, device=device)
         if info.get("fingerprint") and embedder.fingerprint != info["fingerprint"]:
             log.warning(
                 "the embedder %s differs from the one that built %s (fingerprint %s, expected %s): "
@@ -126,7 +127,6 @@ class QueryEngine:
 
     def _load_llm(self) -> CachedLLM:
         """The index's LLM: the one place a backend is constructed."""
-        assert self._llm_config is not None
         return open_llm(self._llm_config, models_dir=self.models_dir, cache=self._cache)
 
     @property
@@ -143,7 +143,7 @@ class QueryEngine:
     def change_llm_settings(self, **changes: Any) -> None:
         """Load the LLM with these settings changed (`model`, `n_ctx`, `chat_format`, ...), the
         index's build settings otherwise; before the first answer (the model loads then)."""
-        if self._llm is not None or self._llm_config is None:
+        if self._llm is not None:
             raise RuntimeError("the LLM is already loaded (or was given ready-made): pass llm= to QueryEngine instead")
         self._llm_config = dataclasses.replace(self._llm_config, **changes)
 
@@ -153,7 +153,7 @@ class QueryEngine:
         `config.fusion` does not apply: the retrievers were built with this engine's."""
         other = copy.copy(self)
         other.config = config
-        if isinstance(self._llm, CachedLLM):  # its own call counters (usage), the same model and cache
+        if self._llm is not None:  # its own call counters (usage), the same model and cache
             other._llm = CachedLLM(self._llm.backend, self._llm.cache)
         return other
 
@@ -170,14 +170,24 @@ class QueryEngine:
     def begin(self, mode: str, query: str, *, only_context: bool, where: Mapping[str, str] | None = None) -> SearchRun:
         """A run of one search: budgets counted with the LLM's tokenizer, except for
         `only_context`, which never loads the model (it uses the loaded one, or the estimate).
-        `where` (metadata key=value) limits the text it may read to the documents that have them."""
-        where = self.index.check_where(where)  # an unknown key fails before any model loads
-        counter = counter_for(self._llm if only_context else self.llm)
+        `where` (metadata key=value) limits the text it may read to the documents that have them.
+        A bad query or an unknown `where` key fails here, before any model loads."""
+        query = check_query(query)
+        keys = self.store.metadata_keys() if where else []
+        unknown = [k for k in (where or {}) if k not in keys]
+        if unknown:
+            has = f"its documents' keys are {listing(keys)}" if keys else "its documents have no metadata"
+            raise InputError(
+                f"no document of {self.index.path} has the metadata key {unknown[0]!r} ({has}): filter with one of "
+                "those keys (--where KEY=VALUE, where={KEY: VALUE})"
+            )
+        where = {str(k): str(v) for k, v in (where or {}).items()}
+        loaded = self._llm if only_context else self.llm
         run = SearchRun(
             mode,
             query,
-            counter,
-            n_ctx=self._n_ctx(),
+            tokenizer=loaded,
+            n_ctx=int(loaded.n_ctx if loaded is not None else self.config.n_ctx or self._llm_config.n_ctx),
             context_tokens=self.config.context_tokens,
             answer_tokens=self.config.answer_max_tokens,
             only_context=only_context,
@@ -191,13 +201,6 @@ class QueryEngine:
                 run.notes.append(f"no document has the metadata {where}: the context holds no text")
         return run
 
-    def _n_ctx(self) -> int:
-        if self._llm is not None:
-            return int(self._llm.n_ctx)
-        if self.config.n_ctx:
-            return int(self.config.n_ctx)
-        return int(self._llm_config.n_ctx if self._llm_config else DEFAULT_N_CTX)
-
     # ---- the modes ----------------------------------------------------------------------------
     def naive_search(
         self,
@@ -210,17 +213,16 @@ class QueryEngine:
     ) -> SearchResult | StreamingResult:
         """Hybrid (vector + keyword, fused) retrieval of text chunks (of the documents whose metadata
         has each `where` key=value), then one answer call."""
-        run = self.begin("naive", check_query(query), only_context=only_context, where=where)
+        run = self.begin("naive", query, only_context=only_context, where=where)
         return search_naive(self.index, run, config or self.config.naive, stream=stream)
 
     def local_candidates(
         self, query: str, query_vector: np.ndarray | None = None, config: LocalConfig | None = None
     ) -> LocalCandidates:
         """Local search's ranked entities, relationships, communities and chunks (no context, no LLM)."""
-        query = check_query(query)
-        if query_vector is None:
-            query_vector = self.index.embed_query(query)
-        return self.index.local.retrieve(query, query_vector, config or self.config.local, self.config.fusion)
+        return self.index.local.retrieve(
+            check_query(query), query_vector, config or self.config.local, self.config.fusion
+        )
 
     def local_search(
         self,
@@ -233,7 +235,7 @@ class QueryEngine:
     ) -> SearchResult | StreamingResult:
         """Entities linked to the query, their graph neighbourhood, reports and text (only of the
         documents whose metadata has each `where` key=value), then one answer call."""
-        run = self.begin("local", check_query(query), only_context=only_context, where=where)
+        run = self.begin("local", query, only_context=only_context, where=where)
         return search_local(self.index, run, config or self.config.local, self.config.fusion, stream=stream)
 
     def global_search(

@@ -99,22 +99,21 @@ class GraphIndex:
         self.cooccurrence = _symmetric(cooccurrence, n)
 
         # Which chunks mention which entities (from the nodes' provenance), chunks numbered as first met.
+        self.node_chunks = [
+            list(dict.fromkeys(p[1] for p in graph.nodes[key].get("provenance", ()) if len(p) > 1)) for key in self.keys
+        ]
         chunk_of: dict[str, int] = {}
-        node_chunks: list[list[str]] = []
         m_rows: list[int] = []
         m_cols: list[int] = []
-        for i, key in enumerate(self.keys):
-            chunks = list(dict.fromkeys(p[1] for p in graph.nodes[key].get("provenance", ()) if len(p) > 1))
-            node_chunks.append(chunks)
+        for i, chunks in enumerate(self.node_chunks):
             for c in chunks:
                 m_rows.append(chunk_of.setdefault(c, len(chunk_of)))
                 m_cols.append(i)
-        self.node_chunks = node_chunks
         self.chunk_ids: list[str] = list(chunk_of)
         self.membership = sparse.csr_matrix(
             (np.ones(len(m_rows)), (m_rows, m_cols)), shape=(len(chunk_of), n), dtype=np.float64
         )
-        self.chunk_count = np.array([max(len(c), 1) for c in node_chunks], dtype=np.float64)
+        self.chunk_count = np.array([max(len(c), 1) for c in self.node_chunks], dtype=np.float64)
         self._chunk_pos = chunk_of
         self._walks: dict[tuple[float | None, float], tuple] = {}
         self._synonyms: dict[float, object] = {}
@@ -144,11 +143,10 @@ class GraphIndex:
         pass from a passage naming one to a passage naming the other. All pairs are compared,
         in blocks of rows (O(entities^2) once per engine and threshold; none above
         MAX_SYNONYM_ENTITIES)."""
-        from scipy import sparse
-
         if min_similarity in self._synonyms:
             return self._synonyms[min_similarity]
-        n = len(self.keys)
+        n, ev = len(self.keys), self.entity_vectors
+        pairs: dict[tuple[int, int], float] = {}
         if n > MAX_SYNONYM_ENTITIES:
             log.warning(
                 "no synonym links: %d entities is more than the %d whose pairs are compared (the cost grows "
@@ -156,13 +154,7 @@ class GraphIndex:
                 n,
                 MAX_SYNONYM_ENTITIES,
             )
-            self._synonyms[min_similarity] = sparse.csr_matrix((n, n), dtype=np.float64)
-            return self._synonyms[min_similarity]
-        rows: list[np.ndarray] = []
-        cols: list[np.ndarray] = []
-        vals: list[np.ndarray] = []
-        ev = self.entity_vectors
-        if ev is not None and len(ev) and n:
+        elif ev is not None and len(ev) and n:
             vector_row = ev.rows(self.keys)
             have = np.array([i for i, r in enumerate(vector_row) if r is not None], dtype=np.int64)
             m = ev.matrix[[vector_row[i] for i in have]] if len(have) else np.zeros((0, 1), np.float32)
@@ -171,24 +163,18 @@ class GraphIndex:
                 sims = m[start : start + block] @ m.T
                 r, c = np.nonzero(sims >= min_similarity)
                 keep = start + r < c  # each pair once, no self pairs
-                rows.append(have[start + r[keep]])
-                cols.append(have[c[keep]])
-                vals.append(sims[r[keep], c[keep]].astype(np.float64))
+                pairs.update(
+                    zip(zip(have[start + r[keep]].tolist(), have[c[keep]].tolist()), sims[r[keep], c[keep]].tolist())
+                )
             log.debug(
                 "synonym links at %.2f: %d pairs among %d entities in %.1fs",
                 min_similarity,
-                sum(len(v) for v in vals),
+                len(pairs),
                 len(have),
                 time.perf_counter() - t0,
             )
-        r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-        c = np.concatenate(cols) if cols else np.zeros(0, np.int64)
-        v = np.concatenate(vals) if vals else np.zeros(0)
-        links = sparse.csr_matrix(
-            (np.concatenate([v, v]), (np.concatenate([r, c]), np.concatenate([c, r]))), shape=(n, n), dtype=np.float64
-        )
-        self._synonyms[min_similarity] = links
-        return links
+        self._synonyms[min_similarity] = _symmetric(pairs, n)
+        return self._synonyms[min_similarity]
 
     def _walk_matrix(self, synonym_similarity: float | None = None, cooccurrence_weight: float = 1.0):
         """Entities and chunks as one graph: relations between entities (co-occurrence links

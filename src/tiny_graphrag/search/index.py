@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tiny_graphrag.errors import IndexFormatError, InputError, listing
+from tiny_graphrag.errors import IndexFormatError, InputError
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.records import Chunk, Document
 from tiny_graphrag.search.config import FusionConfig
@@ -66,7 +66,12 @@ class SearchIndex:
         self.linker = EntityLinker(self.graph, self.entity_vectors)
         self.hybrid = HybridRetriever(store, self.chunk_vectors, fusion)
         self.local = LocalRetriever(
-            self.graph_index, self.linker, self.hybrid, self.communities, reported=set(self.globals.id_of)
+            self.graph_index,
+            self.linker,
+            self.hybrid,
+            self.communities,
+            reported=set(self.globals.id_of),
+            embed=self.embed_query,
         )
         self._docs: dict[str, Document] = {}
 
@@ -126,18 +131,6 @@ class SearchIndex:
             except KeyError:
                 self._docs[doc_id] = Document(doc_id, "", "")
         return self._docs[doc_id]
-
-    def check_where(self, where: Mapping[str, str] | None) -> dict[str, str]:
-        """A `where` filter as strings, refused naming the keys when no document has one of its keys."""
-        keys = self.store.metadata_keys() if where else []
-        unknown = [k for k in (where or {}) if k not in keys]
-        if unknown:
-            has = f"its documents' keys are {listing(keys)}" if keys else "its documents have no metadata"
-            raise InputError(
-                f"no document of {self.path} has the metadata key {unknown[0]!r} ({has}): filter with one of "
-                "those keys (--where KEY=VALUE, where={KEY: VALUE})"
-            )
-        return {str(k): str(v) for k, v in (where or {}).items()}
 
     def places(self, chunks: Sequence[Chunk]) -> dict[str, str]:
         """chunk id -> "report.pdf, p. 12" for chunks of documents with pages, rows or messages: the

@@ -69,18 +69,8 @@ class EntityLinker:
                 key = self.by_name.get(norm)
                 if key is not None:
                     used[i : i + n] = [True] * n
-                    if key not in found:
-                        found[key] = LinkedEntity(key, 1.0, "exact", phrase)
+                    found.setdefault(key, LinkedEntity(key, 1.0, "exact", phrase))
         return list(found.values())
-
-    def similar(self, query_vector: np.ndarray, *, top_k: int, min_similarity: float) -> list[LinkedEntity]:
-        if self.vectors is None or len(self.vectors) == 0:
-            return []
-        return [
-            LinkedEntity(key, sim, "embedding")
-            for key, sim in self.vectors.search(query_vector, top_k)
-            if sim >= min_similarity
-        ]
 
     def similarity(self, query_vector: np.ndarray, keys: list[str]) -> list[float]:
         """Cosine of the query to each entity's vector (0 for an entity without one)."""
@@ -96,10 +86,8 @@ class EntityLinker:
     ) -> list[LinkedEntity]:
         """Exact matches first, then embedding matches, at most `top_k` in all (exact ones always kept)."""
         out = {e.key: e for e in self.exact(query)}
-        for e in self.similar(query_vector, top_k=top_k, min_similarity=min_similarity):
-            if e.key in out:
-                continue
-            if len(out) >= top_k:
+        for key, sim in self.vectors.search(query_vector, top_k) if self.vectors is not None else []:
+            if sim < min_similarity or len(out) >= top_k:  # best first: no later one is closer
                 break
-            out[e.key] = e
+            out.setdefault(key, LinkedEntity(key, sim, "embedding"))
         return list(out.values())

@@ -15,8 +15,9 @@
    hybrid ranking.
 
 When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty.
-Steps 1-3 are the retriever's (local_retriever.py); this module packs reports, entities,
-relationships and chunks into their token shares (context.py), and one call answers.
+Steps 1-3 are the retriever's (local_retriever.py: it also embeds the query); this module
+gathers the candidates' reports and text and packs them with the entities and relationships
+into their token shares (context.py), and one call answers.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import dataclasses
 
 from tiny_graphrag.search.answer import SearchRun
 from tiny_graphrag.search.config import FusionConfig, LocalConfig
-from tiny_graphrag.search.context import build_local_context, nested_sources
+from tiny_graphrag.search.context import BuiltContext, build_local_context, nested_sources
 from tiny_graphrag.search.index import SearchIndex
+from tiny_graphrag.search.local_retriever import LocalCandidates
 from tiny_graphrag.search.prompts import LOCAL_CITATIONS
 from tiny_graphrag.search.result import SearchResult, StreamingResult
 
@@ -34,15 +36,31 @@ from tiny_graphrag.search.result import SearchResult, StreamingResult
 def search_local(
     index: SearchIndex, run: SearchRun, config: LocalConfig, fusion: FusionConfig, *, stream: bool
 ) -> SearchResult | StreamingResult:
-    query = run.query
+    cand = index.local.retrieve(run.query, None, config, fusion, where=run.where, timer=run.timer)
+    built = local_context(index, run, cand, config)
+    nodes = index.graph.nodes
+    run.details.update(
+        budgets=dict(built.details.get("budgets", {})),
+        section_tokens=dict(built.section_tokens),
+        linked_entities=[
+            {
+                "key": e.key,
+                "name": nodes[e.key].get("name", e.key),
+                "hid": nodes[e.key].get("hid"),
+                "score": round(e.score, 4),
+                "how": e.how,
+                "matched": e.matched,
+            }
+            for e in cand.linked
+        ],
+    )
+    return run.answer_context(built, LOCAL_CITATIONS, stream=stream, cite=("Sources",))
+
+
+def local_context(index: SearchIndex, run: SearchRun, cand: LocalCandidates, config: LocalConfig) -> BuiltContext:
+    """The candidates' reports, entities, relationships and text (of the documents `run.where`
+    keeps), packed into the answer prompt's room, with what the shown reports cite."""
     room = run.answer_room(LOCAL_CITATIONS)
-    with run.timer("embed_query"):
-        qvec = index.embed_query(query)
-    with run.timer("link"):
-        linked = index.local.link(query, qvec, config)
-    with run.timer("retrieve"):
-        hybrid = index.hybrid.rank(query, qvec, fusion=fusion, where=run.where) if run.where else None
-        cand = index.local.retrieve(query, qvec, config, fusion, linked=linked, hybrid=hybrid)
     with run.timer("context"):
         if not cand.linked:
             run.notes.append("no entity in the graph matched the query: the context holds text chunks only")
@@ -71,21 +89,4 @@ def search_local(
             omit_relations={index.cooccurrence_relation} if index.cooccurrence_relation is not None else set(),
             places=index.places(chunks),
         )
-        built = dataclasses.replace(built, sources=nested_sources(built.sources, index.store, index.graph_index))
-    nodes = index.graph.nodes
-    run.details.update(
-        budgets=dict(built.details.get("budgets", {})),
-        section_tokens=dict(built.section_tokens),
-        linked_entities=[
-            {
-                "key": e.key,
-                "name": nodes[e.key].get("name", e.key),
-                "hid": nodes[e.key].get("hid"),
-                "score": round(e.score, 4),
-                "how": e.how,
-                "matched": e.matched,
-            }
-            for e in cand.linked
-        ],
-    )
-    return run.answer_context(built, LOCAL_CITATIONS, stream=stream, cite=("Sources",))
+        return dataclasses.replace(built, sources=nested_sources(built.sources, index.store, index.graph_index))

@@ -6,12 +6,16 @@ it (local.py builds the context from its candidates and asks for the answer).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
 from tiny_graphrag.records import Community
+from tiny_graphrag.search.answer import Timer
 from tiny_graphrag.search.config import FusionConfig, LocalConfig
 from tiny_graphrag.search.graph_index import GraphIndex, top_candidates
 from tiny_graphrag.search.hybrid import HybridRetriever, Ranked
@@ -40,8 +44,10 @@ class LocalRetriever:
         communities: Sequence[Community] = (),
         *,
         reported: set[str] | None = None,
+        embed: Callable[[str], np.ndarray] | None = None,
     ):
         self.index = graph_index
+        self.embed = embed  # the query's vector, when retrieve is given none
         self.graph = graph_index.graph
         self.linker = linker
         self.hybrid = hybrid
@@ -59,54 +65,61 @@ class LocalRetriever:
     def retrieve(
         self,
         query: str,
-        query_vector: np.ndarray,
+        query_vector: np.ndarray | None = None,
         config: LocalConfig | None = None,
         fusion: FusionConfig | None = None,
         *,
         linked: list[LinkedEntity] | None = None,
         hybrid: Ranked | None = None,
+        where: Mapping[str, str] | None = None,
+        timer: Timer | None = None,
     ) -> LocalCandidates:
+        """The query embedded (unless `query_vector` is given), linked and spread over the graph;
+        the text ranked only over the documents whose metadata has each `where` key=value. The
+        steps' seconds go to `timer` ("embed_query", "link", "retrieve")."""
         config = config or LocalConfig()
         fusion = fusion or self.hybrid.fusion
+        timer = timer or Timer()
+        if query_vector is None:
+            assert self.embed is not None, "a retriever without an embedder needs the query's vector"
+            with timer("embed_query"):
+                query_vector = self.embed(query)
         if linked is None:
-            linked = self.link(query, query_vector, config)
-        if hybrid is None:
-            hybrid = self.hybrid.rank(query, query_vector, fusion=fusion)
-        if not linked or len(self.index) == 0:
-            return LocalCandidates(tuple(linked), (), (), (), hybrid.fused, hybrid, ())
-
-        mass, chunk_mass = self.index.personalized_pagerank(
-            self._entity_seeds(linked, query_vector, config),
-            _chunk_seeds(hybrid, config),
-            damping=config.damping,
-            synonym_similarity=config.synonym_similarity,
-            cooccurrence_weight=config.cooccurrence_weight,
-        )
-        entities = self._rank_entities(linked, mass, config.max_entities)
-        relationships = self._rank_relationships([k for k, _ in entities])
-        communities = self._rank_communities(entities)
-
-        graph_chunks = chunk_mass.top(fusion.depth)
-        fused = dict(hybrid.fused)
-        ranked = graph_chunks
-        if config.prior_weight > 0 and graph_chunks:
-            # The text ranking as a prior mixed with the walk's: each scaled by its best score.
-            top_mass, top_fused = graph_chunks[0][1], max(fused.values(), default=0.0) or 1.0
-            mixed = {c: m / top_mass for c, m in graph_chunks}
-            for c, f in hybrid.fused[: fusion.depth]:
-                mixed[c] = mixed.get(c, 0.0) + config.prior_weight * f / top_fused
-            ranked = sorted(mixed.items(), key=lambda kv: (-kv[1], kv[0]))
-        order = hybrid.ids("fused")[: config.keep_text_top] + [c for c, _ in ranked] + hybrid.ids("fused")
-        chunks = [(c, chunk_mass.get(c, fused.get(c, 0.0))) for c in dict.fromkeys(order)]
-        return LocalCandidates(
-            tuple(linked),
-            tuple(entities),
-            tuple(relationships),
-            tuple(communities),
-            tuple(chunks),
-            hybrid,
-            tuple(graph_chunks),
-        )
+            with timer("link"):
+                linked = self.link(query, query_vector, config)
+        with timer("retrieve"):
+            hybrid = hybrid or self.hybrid.rank(query, query_vector, fusion=fusion, where=where)
+            if not linked or len(self.index) == 0:
+                return LocalCandidates(tuple(linked), (), (), (), hybrid.fused, hybrid, ())
+            mass, chunk_mass = self.index.personalized_pagerank(
+                self._entity_seeds(linked, query_vector, config),
+                _chunk_seeds(hybrid, config),
+                damping=config.damping,
+                synonym_similarity=config.synonym_similarity,
+                cooccurrence_weight=config.cooccurrence_weight,
+            )
+            entities = self._rank_entities(linked, mass, config.max_entities)
+            graph_chunks = chunk_mass.top(fusion.depth)
+            fused = dict(hybrid.fused)
+            ranked = graph_chunks
+            if config.prior_weight > 0 and graph_chunks:
+                # The text ranking as a prior mixed with the walk's: each scaled by its best score.
+                top_mass, top_fused = graph_chunks[0][1], max(fused.values(), default=0.0) or 1.0
+                mixed = {c: m / top_mass for c, m in graph_chunks}
+                for c, f in hybrid.fused[: fusion.depth]:
+                    mixed[c] = mixed.get(c, 0.0) + config.prior_weight * f / top_fused
+                ranked = sorted(mixed.items(), key=lambda kv: (-kv[1], kv[0]))
+            order = hybrid.ids("fused")[: config.keep_text_top] + [c for c, _ in ranked] + hybrid.ids("fused")
+            chunks = [(c, chunk_mass.get(c, fused.get(c, 0.0))) for c in dict.fromkeys(order)]
+            return LocalCandidates(
+                tuple(linked),
+                tuple(entities),
+                tuple(self._rank_relationships([k for k, _ in entities])),
+                tuple(self._rank_communities(entities)),
+                tuple(chunks),
+                hybrid,
+                tuple(graph_chunks),
+            )
 
     def _entity_seeds(self, linked: list[LinkedEntity], query_vector: np.ndarray, config: LocalConfig) -> dict:
         """Entity seeds summing to 1, weighted by link confidence ("link": 1 for an exact name
@@ -136,37 +149,25 @@ class LocalRetriever:
         return out
 
     def _rank_relationships(self, keys: list[str]) -> list[Edge]:
-        selected = set(keys)
-        degree = dict(self.graph.degree(keys))
-
-        def combined(u: str, v: str) -> int:  # an endpoint outside the selection counts its degree too
-            for n in (u, v):
-                if n not in degree:
-                    degree[n] = self.graph.degree(n)
-            return degree[u] + degree[v]
-
-        inside: list[tuple] = []
-        outside: list[tuple] = []
-        seen: set[Edge] = set()
+        """Every relationship touching `keys` once: in-network ones first (both ends shown), as
+        GraphRAG's local context does; then by weight, the endpoints' combined degree (an
+        endpoint outside the selection counts its degree too) and hid."""
+        selected, degree = set(keys), functools.cache(self.graph.degree)
+        rank: dict[Edge, tuple] = {}
         for u in keys:
-            for a, b, k, d in list(self.graph.out_edges(u, keys=True, data=True)) + list(
-                self.graph.in_edges(u, keys=True, data=True)
+            for a, b, k, d in chain(
+                self.graph.out_edges(u, keys=True, data=True), self.graph.in_edges(u, keys=True, data=True)
             ):
-                e = (a, b, k)
-                if e in seen:
-                    continue
-                seen.add(e)
-                rank = (-float(d.get("weight", 1.0)), -combined(a, b), d.get("hid", 0))
-                (inside if a in selected and b in selected else outside).append((rank, e))
-        # In-network relationships first (both ends shown), as GraphRAG's local context does.
-        return [e for _, e in sorted(inside)] + [e for _, e in sorted(outside)]
+                if (a, b, k) not in rank:
+                    outside = a not in selected or b not in selected
+                    rank[a, b, k] = (outside, -float(d.get("weight", 1.0)), -(degree(a) + degree(b)), d.get("hid", 0))
+        return sorted(rank, key=lambda e: (rank[e], e))
 
     def _rank_communities(self, entities: list[tuple[str, float]]) -> list[str]:
-        score: dict[str, float] = {}
+        score: dict[str, float] = defaultdict(float)
         for key, m in entities:
-            c = self._community_of.get(key)
-            if c is not None:
-                score[c.id] = score.get(c.id, 0.0) + m
+            if (c := self._community_of.get(key)) is not None:
+                score[c.id] += m
         return sorted(score, key=lambda cid: (-score[cid], cid))
 
 
