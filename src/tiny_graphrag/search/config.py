@@ -45,7 +45,7 @@ class Checked:
         for f in fields(self):  # type: ignore[arg-type]
             rule, value = f.metadata.get("rule"), getattr(self, f.name)
             if rule is not None and not _keeps_to(rule, value):
-                shown = " or ".join(map(repr, rule)) if isinstance(rule, tuple) else rule
+                shown = f"{', '.join(map(repr, rule[:-1]))} or {rule[-1]!r}" if isinstance(rule, tuple) else rule
                 shown = f"in {shown}" if shown[0] in "[(" else shown
                 raise ConfigError(f"{type(self).__name__}.{f.name} must be {shown}, got {value!r}")
 

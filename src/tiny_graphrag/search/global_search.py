@@ -164,9 +164,7 @@ def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], confi
     if config.relevance_weight <= 0:
         return points
     points += [
-        KeyPoint(finding_point(rid, text), 0, i, report=rid)
-        for i, batch in enumerate(batches)
-        for _, rid, text in batch.findings
+        KeyPoint(finding_point(rid, t), 0, i, report=rid) for i, b in enumerate(batches) for _, rid, t in b.findings
     ]
     best: dict[str, KeyPoint] = {}
     for p in points:

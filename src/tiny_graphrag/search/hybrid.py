@@ -7,6 +7,7 @@ what the retrieval benchmark (bench/retrieval_eval.py) measures, so what is meas
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,12 +52,7 @@ def reciprocal_rank_fusion(
     return sorted(scores.items(), key=lambda item: -item[1])[:limit]
 
 
-def score_fusion(
-    rankings: Sequence[Sequence[tuple[T, float]]],
-    weights: Sequence[float],
-    *,
-    limit: int | None = None,
-) -> list[tuple[T, float]]:
+def score_fusion(rankings: Sequence[Sequence[tuple[T, float]]], weights: Sequence[float]) -> list[tuple[T, float]]:
     """Fuse scored rankings: score(d) = sum_i w_i * (s_i(d) - min_i) / (max_i - min_i).
 
     Each ranking's scores are min-max scaled over the documents it returned (a document it did
@@ -74,16 +70,11 @@ def score_fusion(
         best: dict[T, float] = {}
         for doc, s in ranking:
             scores.setdefault(doc, 0.0)
-            if doc not in best or s > best[doc]:
-                best[doc] = float(s)
-        if not best:
-            continue
-        lo, hi = min(best.values()), max(best.values())
-        if hi <= lo:
-            continue
-        for doc, s in best.items():
+            best[doc] = max(best.get(doc, -math.inf), float(s))
+        lo, hi = min(best.values(), default=0.0), max(best.values(), default=0.0)
+        for doc, s in best.items() if hi > lo else ():
             scores[doc] += weight * (s - lo) / (hi - lo)
-    return sorted(scores.items(), key=lambda item: -item[1])[:limit]
+    return sorted(scores.items(), key=lambda item: -item[1])
 
 
 def peak_weight(scores: Sequence[float], backoff: float, rank: int = 5) -> float:

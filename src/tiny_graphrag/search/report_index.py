@@ -8,7 +8,6 @@ tree's summaries and vectors for tree search, and `tree_as_reports` turns them i
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,8 +18,6 @@ from tiny_graphrag.search.config import GlobalConfig
 from tiny_graphrag.search.context import pack_report_batches
 from tiny_graphrag.search.tokens import TokenCounter
 from tiny_graphrag.search.vectors import VectorIndex
-
-log = logging.getLogger(__name__)
 
 
 class GlobalIndex:
