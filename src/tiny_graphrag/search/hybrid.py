@@ -43,11 +43,10 @@ def reciprocal_rank_fusion(
         raise ValueError(f"k must be >= 0, got {k}")
     scores: dict[T, float] = {}  # first appearance first: the stable sort keeps that order among ties
     for ranking, weight in zip(rankings, weights):
-        seen: set[T] = set()
+        best: dict[T, int] = {}  # a repeated id counts at its first (best) rank
         for rank, doc in enumerate(ranking, start=1):
-            if doc in seen:
-                continue
-            seen.add(doc)
+            best.setdefault(doc, rank)
+        for doc, rank in best.items():
             scores[doc] = scores.get(doc, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda item: -item[1])[:limit]
 
