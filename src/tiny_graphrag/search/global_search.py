@@ -57,6 +57,7 @@ from tiny_graphrag.search.prompts import NO_DATA_ANSWER, map_messages, map_schem
 from tiny_graphrag.search.report_index import GlobalIndex
 from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult
 from tiny_graphrag.search.selection import Selection, report_similarities, select_reports
+from tiny_graphrag.search.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,13 @@ def _complete_points(text: str) -> list[Any] | None:
         points.append(obj)
 
 
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return None
+
+
 def finding_point(report: int, text: str) -> str:
     """A finding as a key point: its own words, citing its report."""
     return f"{text} [Data: Reports ({report})]"
@@ -103,25 +111,16 @@ def parse_map_answer(
     text)) in its own words, citing its report; a point a backend wrote as a description (one
     that ignores the schema) is taken as written, its report the first batch report it cites. A
     cut-off answer keeps its complete points; anything unusable degrades to one score-0 point."""
-    data: Any = None
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
-        m = re.search(r"\{.*\}", text or "", re.DOTALL)  # prose around a JSON object
-        if m:
-            try:
-                data = json.loads(m.group(0))
-            except json.JSONDecodeError:
-                data = None
-        if data is None:
-            data = _complete_points(text or "")
-    raw_points = data.get("points") if isinstance(data, dict) else data if isinstance(data, list) else None
-    if not isinstance(raw_points, list):
-        return [KeyPoint(INVALID_MAP_ANSWER, 0, batch)], False
+    data = _json(text)
+    if data is None and (m := re.search(r"\{.*\}", text or "", re.DOTALL)):  # prose around a JSON object
+        data = _json(m.group(0))
+    if data is None:
+        data = _complete_points(text or "")
+    raw_points = data.get("points") if isinstance(data, dict) else data
     by_id = {fid: (rid, t) for fid, rid, t in findings}
     batch_reports = {rid for _, rid, _ in findings}
     points: list[KeyPoint] = []
-    for p in raw_points:
+    for p in raw_points if isinstance(raw_points, list) else ():
         if not isinstance(p, dict):
             continue
         chosen = by_id.get(str(p.get("finding")))
@@ -133,9 +132,8 @@ def parse_map_answer(
             score = int(round(float(p.get("score", 0))))
         except (TypeError, ValueError):
             score = 0
-        report = (
-            chosen[0] if chosen else next((r for r in parse_citations(desc)["reports"] if r in batch_reports), None)
-        )
+        cited = (r for r in parse_citations(desc)["reports"] if r in batch_reports)
+        report = chosen[0] if chosen else next(cited, None)
         points.append(KeyPoint(desc.strip(), max(0, min(100, score)), batch, report=report))
     if not points:
         return [KeyPoint(INVALID_MAP_ANSWER, 0, batch)], False
@@ -166,9 +164,7 @@ def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], confi
     if config.relevance_weight <= 0:
         return points
     points += [
-        KeyPoint(finding_point(rid, text), 0, i, report=rid)
-        for i, batch in enumerate(batches)
-        for _, rid, text in batch.findings
+        KeyPoint(finding_point(rid, t), 0, i, report=rid) for i, b in enumerate(batches) for _, rid, t in b.findings
     ]
     best: dict[str, KeyPoint] = {}
     for p in points:
@@ -178,151 +174,166 @@ def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], confi
     return list(best.values())
 
 
-def _grounded(
-    index: SearchIndex,
-    points: list[KeyPoint],
-    qvec: np.ndarray | None,
-    query: str,
-    config: GlobalConfig,
-    *,
-    median: float | None,
-) -> tuple[list[KeyPoint], list[Grounding | None], int]:
-    """The points with their grounded importance (grounding.py), or as the model scored them when
-    grounding is off; and the reduce's entry score (`point_cutoff` of the best point's;
-    build_reduce_context never admits a 0)."""
-    qvec = qvec if qvec is not None or config.relevance_weight <= 0 else index.embed_query(query)
-    pairs = ground_points(
-        points, qvec, index.embed_texts, weight=config.relevance_weight, skip=INVALID_MAP_ANSWER, median=median
-    )
-    points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
-    best = max((p.score for p in points), default=0)
-    return points, grounding, math.ceil(config.point_cutoff * best)
-
-
 def map_plan(index: SearchIndex, level: int | None, config: GlobalConfig) -> tuple[GlobalIndex, int | None]:
     """What global search maps (reports or tree summaries) and the level asked for (None: chosen
     later by the budget); checked before a search starts, so a wrong level never loads a model."""
     globals_ = index.map_source(config.source)
-    if level is None:
-        level = config.level
+    level = config.level if level is None else level
     levels = globals_.levels
     if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level not in levels):
         raise InputError(f"community level {level!r} does not exist in {index.path}; its levels are {levels}")
     return globals_, level
 
 
-def search_global(
+@dataclass(frozen=True)
+class Mapped:
+    """What the map step reads: the reports chosen (from those of `level`, or with dynamic
+    selection of every level down to it) packed into map batches."""
+
+    level: int
+    pool: int  # how many reports the selection (or the level) chose from
+    reports: int  # how many of them are mapped
+    batches: list[MapBatch]
+    without: int  # the map calls of the level way (every report of its default level)
+    selection: Selection | None = None
+    query_vector: np.ndarray | None = None
+    finding_median: float | None = None  # dynamic: grounding's zero is the whole index's median finding
+
+
+def choose_reports(
     index: SearchIndex,
-    run: SearchRun,
+    query: str,
     plan: tuple[GlobalIndex, int | None],
     config: GlobalConfig,
-    *,
-    stream: bool,
-) -> SearchResult | StreamingResult:
+    chunk_tokens: int,
+    counter: TokenCounter,
+) -> Mapped:
+    """The reports to map, by dynamic selection or by level (module docstring), and their batches."""
     globals_, level = plan
-    levels = globals_.levels
-    query, only_context = run.query, run.only_context
-    counter = run.counter
-    chunk_tokens = run.room(map_messages("", query), config.map_max_tokens, "map", wanted=config.map_chunk_tokens)
-    reduce_room = run.room(reduce_messages("", query), config.reduce_max_tokens, "reduce")
 
     def pack(reports: Sequence[tuple[int, Report]]) -> list[MapBatch]:
         return pack_report_batches(reports, chunk_tokens, counter, seed=config.shuffle_seed)
 
-    selection: Selection | None = None
-    finding_median: float | None = None  # dynamic: grounding's zero is the whole index's median finding
-    with run.timer("context"):
-        qvec = None
-        if config.selection == "dynamic":
-            qvec = index.embed_query(query)
-            similarities = report_similarities(globals_, qvec, index.embed_texts)
-            finding_median = similarities.finding_median
-            selection = select_reports(
-                globals_,
-                similarities.by_report,
-                config,
-                max_level=level,
-                pack=pack,
-                level_tokens=globals_.level_tokens(chunk_tokens, counter),
-            )
-            chosen = level if level is not None else levels[-1]
-            pool = [(rid, r) for rid, r in enumerate(globals_.reports) if r.level <= chosen]
-            selected = selection.kept
-        else:
-            chosen = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
-            pool = selected = globals_.at_level(chosen)
-        batches = pack(selected)
-        # what the level way would map: every report of the level its default rule chooses (cached)
-        level_way = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
-        without = globals_.packed(level_way, chunk_tokens, counter, config.shuffle_seed)[0]
-
-    shown = {rid for b in batches for rid in b.report_ids}
-    sources = nested_sources(
-        Sources(reports=tuple(source_report(rid, r) for rid, r in pool if rid in shown)),
-        index.store,
-        index.graph_index,
+    level_way = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
+    without = globals_.packed(level_way, chunk_tokens, counter, config.shuffle_seed)[0]
+    if config.selection != "dynamic":
+        pool = globals_.at_level(level_way)
+        return Mapped(level_way, len(pool), len(pool), pack(pool), without)
+    qvec = index.embed_query(query)
+    similarities = report_similarities(globals_, qvec, index.embed_texts)
+    level_tokens = globals_.level_tokens(chunk_tokens, counter)
+    selection = select_reports(
+        globals_, similarities.by_report, config, max_level=level, pack=pack, level_tokens=level_tokens
     )
-    if globals_.covers is not None:  # tree summaries: their sources are the chunks they cover
-        covered = dict.fromkeys(c for rid, r in pool if rid in shown for c in globals_.covers[r.community_id])
-        sources = sources.merged(
-            Sources(chunks=tuple(source_chunk(c, index.sid_of[c.id]) for c in index.store.chunks_by_id(list(covered))))
+    deepest = level if level is not None else globals_.levels[-1]
+    in_reach = sum(1 for r in globals_.reports if r.level <= deepest)
+    kept = selection.kept
+    return Mapped(deepest, in_reach, len(kept), pack(kept), without, selection, qvec, similarities.finding_median)
+
+
+def map_sources(index: SearchIndex, globals_: GlobalIndex, mapped: Mapped) -> Sources:
+    """The reports shown to the map calls with what they cite; tree summaries with the chunks they cover."""
+    reports = [(rid, globals_.reports[rid]) for rid in sorted({rid for b in mapped.batches for rid in b.report_ids})]
+    sources = nested_sources(
+        Sources(reports=tuple(source_report(rid, r) for rid, r in reports)), index.store, index.graph_index
+    )
+    if globals_.covers is None:
+        return sources
+    covered = dict.fromkeys(c for _, r in reports for c in globals_.covers[r.community_id])
+    chunks = index.store.chunks_by_id(list(covered))
+    return sources.merged(Sources(chunks=tuple(source_chunk(c, index.sid_of[c.id]) for c in chunks)))
+
+
+def rank_points(
+    index: SearchIndex, run: SearchRun, mapped: Mapped, config: GlobalConfig
+) -> tuple[list[KeyPoint], list[Grounding | None], int, float | None]:
+    """The map calls, then every candidate point with its importance (grounding.py, or the
+    model's score when grounding is off), the reduce's entry score (`point_cutoff` of the best
+    point's; build_reduce_context never admits a 0), and the best point's query cosine."""
+    llm = run.llm
+    meter = CallMeter(llm)
+    with run.timer("map"):
+        answers = run_map(llm, mapped.batches, run.query, config)
+    run.usage["map"] = meter.usage(sum(a.prompt_tokens for a in answers), sum(a.completion_tokens for a in answers))
+    run.details["invalid_map_answers"] = sum(1 for a in answers if not a.valid)
+    with run.timer("grounding"):
+        qvec = mapped.query_vector
+        if qvec is None and config.relevance_weight > 0:
+            qvec = index.embed_query(run.query)
+        candidates = _candidates(answers, mapped.batches, config)
+        weight, median = config.relevance_weight, mapped.finding_median
+        pairs = ground_points(
+            candidates, qvec, index.embed_texts, weight=weight, skip=INVALID_MAP_ANSWER, median=median
         )
+    points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
+    min_score = math.ceil(config.point_cutoff * max((p.score for p in points), default=0))
+    return points, grounding, min_score, max((g.similarity for g in grounding if g is not None), default=None)
+
+
+def search_global(
+    index: SearchIndex, run: SearchRun, plan: tuple[GlobalIndex, int | None], config: GlobalConfig, *, stream: bool
+) -> SearchResult | StreamingResult:
+    globals_ = plan[0]
+    query, counter = run.query, run.counter
+    chunk_tokens = run.room(map_messages("", query), config.map_max_tokens, "map", wanted=config.map_chunk_tokens)
+    reduce_room = run.room(reduce_messages("", query), config.reduce_max_tokens, "reduce")
+    with run.timer("context"):
+        mapped = choose_reports(index, query, plan, config, chunk_tokens, counter)
+    batches, selection = mapped.batches, mapped.selection
+    sources = map_sources(index, globals_, mapped)
     map_text = "\n\n".join(f"=====Map call {i + 1} of {len(batches)}=====\n{b.text}" for i, b in enumerate(batches))
-    details: dict[str, Any] = run.details
-    details.update(
+    chosen_by = "every level (dynamic selection)" if selection else "default rule (deepest level within max_map_chunks)"
+    run.details.update(
         mapped="tree summaries" if globals_.covers is not None else "community reports",
         selection=config.selection,
-        level=chosen,
-        levels=levels,
-        level_chosen_by=(
-            "argument"
-            if level is not None
-            else "every level (dynamic selection)"
-            if selection
-            else "default rule (deepest level within max_map_chunks)"
-        ),
-        reports_at_level=len(pool),
-        reports_mapped=len(selected),
+        level=mapped.level,
+        levels=globals_.levels,
+        level_chosen_by="argument" if plan[1] is not None else chosen_by,
+        reports_at_level=mapped.pool,
+        reports_mapped=mapped.reports,
         map_chunks=len(batches),
-        map_chunks_without_selection=without,
-        map_calls_saved_by_selection=without - len(batches),
+        map_chunks_without_selection=mapped.without,
+        map_calls_saved_by_selection=mapped.without - len(batches),
         map_chunk_tokens=chunk_tokens,
         map_batch_tokens=[b.tokens for b in batches],
         map_contexts=[b.text for b in batches],
         reduce_budget=reduce_room,
     )
-    if selection is not None:
-        details["considered"] = [dataclasses.asdict(c) for c in selection.considered]
     map_tokens = sum(b.tokens for b in batches)
     built = BuiltContext(map_text, sources, map_tokens, chunk_tokens, {"map": map_tokens})
-    if selection is None and len(batches) > config.max_map_chunks and len(selected) == len(pool):
+    if selection is None and len(batches) > config.max_map_chunks and mapped.reports == mapped.pool:
         run.notes.append(
-            f"level {chosen} needs {len(batches)} map calls (one per {chunk_tokens}-token chunk of reports); "
+            f"level {mapped.level} needs {len(batches)} map calls (one per {chunk_tokens}-token chunk of reports); "
             "dynamic selection (the default: GlobalConfig(selection='dynamic')) maps only the reports nearest the query"
         )
-    if selection is not None and not selection.kept:
-        closest = "; ".join(f"{c.title} ({c.similarity:.2f})" for c in selection.closest())
-        run.notes.append(
-            f"no report is near the question (best query cosine {selection.best_similarity:.2f} < "
-            f"GlobalConfig.min_similarity={config.min_similarity}): no map or reduce call was made"
-        )
-        declined = f"{NO_DATA_ANSWER} The closest communities, none near enough: {closest}."
-        if only_context:
-            return run.result(built)
-        return run.answer(built, None, max_tokens=0, stream=stream, context=map_text, declined=declined)
-    if only_context:
+    if selection is not None:
+        run.details["considered"] = [dataclasses.asdict(c) for c in selection.considered]
+        if not selection.kept:
+            run.notes.append(
+                f"no report is near the question (best query cosine {selection.best_similarity:.2f} < "
+                f"GlobalConfig.min_similarity={config.min_similarity}): no map or reduce call was made"
+            )
+            if not run.only_context:
+                closest = "; ".join(f"{c.title} ({c.similarity:.2f})" for c in selection.closest())
+                declined = f"{NO_DATA_ANSWER} The closest communities, none near enough: {closest}."
+                return run.answer(built, None, max_tokens=0, stream=stream, context=map_text, declined=declined)
+    if run.only_context:
         return run.result(built)
+    return reduce_points(index, run, mapped, config, built, reduce_room, stream=stream)
 
-    llm = run.llm
-    meter = CallMeter(llm)
-    with run.timer("map"):
-        answers = run_map(llm, batches, query, config)
-    run.usage["map"] = meter.usage(sum(a.prompt_tokens for a in answers), sum(a.completion_tokens for a in answers))
-    with run.timer("grounding"):
-        points, grounding, min_score = _grounded(
-            index, _candidates(answers, batches, config), qvec, query, config, median=finding_median
-        )
-    best_similarity = max((g.similarity for g in grounding if g is not None), default=None)
+
+def reduce_points(
+    index: SearchIndex,
+    run: SearchRun,
+    mapped: Mapped,
+    config: GlobalConfig,
+    built: BuiltContext,
+    room: int,
+    *,
+    stream: bool,
+) -> SearchResult | StreamingResult:
+    """The map calls, the points ranked, and the reduce call over the best of them."""
+    points, grounding, min_score, best_similarity = rank_points(index, run, mapped, config)
     vouched = any(p.model_score for p in points)  # the map model scored a point above 0 itself
     # Neither the map model nor the embedder found anything: no point reaches the reduce.
     far = best_similarity is not None and best_similarity < config.min_similarity and not vouched
@@ -333,9 +344,8 @@ def search_global(
             "point 0: the reduce call was skipped"
         )
     with run.timer("reduce_context"):
-        reduce_text, kept, reduce_tokens = build_reduce_context([] if far else points, reduce_room, counter, min_score)
-    details.update(
-        invalid_map_answers=sum(1 for a in answers if not a.valid),
+        reduce_text, kept, reduce_tokens = build_reduce_context([] if far else points, room, run.counter, min_score)
+    run.details.update(
         points=[
             {
                 "score": p.score,
@@ -356,13 +366,12 @@ def search_global(
             "no map answer found anything helpful (every point's importance is 0): the reduce call was skipped"
         )
     # context_tokens of a global result: everything the model read, map batches and reduce points.
-    reduce_built = BuiltContext(
-        reduce_text, sources, map_tokens + reduce_tokens, reduce_room, {"map": map_tokens, "reduce": reduce_tokens}
-    )
+    sections = {"map": built.tokens, "reduce": reduce_tokens}
+    reduce_built = BuiltContext(reduce_text, built.sources, built.tokens + reduce_tokens, room, sections)
     # Grounded, the reduce is not offered "the context does not say": a 0.5B reduce took that way
     # out with relevant points in front of it, and a question nothing is near never reaches it.
     # GraphRAG's ranking (relevance_weight=0) offers it, as GraphRAG's reduce prompt does.
-    messages = reduce_messages(reduce_text, query, may_decline=config.relevance_weight <= 0) if kept else None
+    messages = reduce_messages(reduce_text, run.query, may_decline=config.relevance_weight <= 0) if kept else None
     return run.answer(
         reduce_built,
         messages,
@@ -370,8 +379,8 @@ def search_global(
         category="reduce",
         stream=stream,
         cite=("Reports",),
-        context=map_text + "\n\n=====Reduce=====\n" + reduce_text,
-        given_reports=point_reports(kept, {r.id for r in sources.reports}),
+        context=built.text + "\n\n=====Reduce=====\n" + reduce_text,
+        given_reports=point_reports(kept, {r.id for r in built.sources.reports}),
     )
 
 
@@ -380,8 +389,6 @@ def point_reports(kept: Sequence[KeyPoint], shown: set[int]) -> list[int]:
     quotes, else the mapped (`shown`) reports a written point cites."""
     out: dict[int, None] = {}
     for p in kept:
-        ids = (
-            [p.report] if p.report is not None else [r for r in parse_citations(p.description)["reports"] if r in shown]
-        )
-        out.update(dict.fromkeys(ids))
+        cited = [r for r in parse_citations(p.description)["reports"] if r in shown]
+        out.update(dict.fromkeys([p.report] if p.report is not None else cited))
     return list(out)

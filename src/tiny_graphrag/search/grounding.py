@@ -50,19 +50,16 @@ def ground_points(
     is the placeholder of an invalid map answer, which keeps score 0 and no grounding. `median`:
     the zero of relevance when the candidates are not a fair sample of the corpus (dynamic
     selection mapped only the findings nearest the question): the median over every finding."""
+    out: list[tuple[KeyPoint, Grounding | None]] = [(replace(p, model_score=p.score), None) for p in points]
     real = [i for i, p in enumerate(points) if p.description != skip]
     if not real or weight <= 0:
-        return [(replace(p, model_score=p.score), None) for p in points]
+        return out
     vectors = np.asarray(embed([strip_citations(points[i].description) for i in real]), dtype=np.float32)
     cosine = dict(zip(real, (max(0.0, float(c)) for c in vectors @ np.asarray(query_vector, dtype=np.float32))))
     best = max(cosine.values())
     median = float(np.median(list(cosine.values()))) if median is None else median
-    out: list[tuple[KeyPoint, Grounding | None]] = []
-    for i, p in enumerate(points):
-        if i not in cosine:
-            out.append((replace(p, model_score=p.score), None))
-            continue
-        relevance = min(1.0, max(0.0, (cosine[i] - median) / (best - median))) if best > median else float(best > 0)
-        importance = int(round(100 * ((1 - weight) * p.score / 100 + weight * relevance)))
-        out.append((replace(p, score=importance, model_score=p.score), Grounding(cosine[i], relevance)))
+    for i, c in cosine.items():
+        relevance = min(1.0, max(0.0, (c - median) / (best - median))) if best > median else float(best > 0)
+        importance = int(round(100 * ((1 - weight) * points[i].score / 100 + weight * relevance)))
+        out[i] = (replace(out[i][0], score=importance), Grounding(c, relevance))
     return out

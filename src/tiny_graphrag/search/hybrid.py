@@ -7,6 +7,7 @@ what the retrieval benchmark (bench/retrieval_eval.py) measures, so what is meas
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,21 +43,15 @@ def reciprocal_rank_fusion(
         raise ValueError(f"k must be >= 0, got {k}")
     scores: dict[T, float] = {}  # first appearance first: the stable sort keeps that order among ties
     for ranking, weight in zip(rankings, weights):
-        seen: set[T] = set()
+        best: dict[T, int] = {}  # a repeated id counts at its first (best) rank
         for rank, doc in enumerate(ranking, start=1):
-            if doc in seen:
-                continue
-            seen.add(doc)
+            best.setdefault(doc, rank)
+        for doc, rank in best.items():
             scores[doc] = scores.get(doc, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda item: -item[1])[:limit]
 
 
-def score_fusion(
-    rankings: Sequence[Sequence[tuple[T, float]]],
-    weights: Sequence[float],
-    *,
-    limit: int | None = None,
-) -> list[tuple[T, float]]:
+def score_fusion(rankings: Sequence[Sequence[tuple[T, float]]], weights: Sequence[float]) -> list[tuple[T, float]]:
     """Fuse scored rankings: score(d) = sum_i w_i * (s_i(d) - min_i) / (max_i - min_i).
 
     Each ranking's scores are min-max scaled over the documents it returned (a document it did
@@ -74,16 +69,11 @@ def score_fusion(
         best: dict[T, float] = {}
         for doc, s in ranking:
             scores.setdefault(doc, 0.0)
-            if doc not in best or s > best[doc]:
-                best[doc] = float(s)
-        if not best:
-            continue
-        lo, hi = min(best.values()), max(best.values())
-        if hi <= lo:
-            continue
-        for doc, s in best.items():
+            best[doc] = max(best.get(doc, -math.inf), float(s))
+        lo, hi = min(best.values(), default=0.0), max(best.values(), default=0.0)
+        for doc, s in best.items() if hi > lo else ():
             scores[doc] += weight * (s - lo) / (hi - lo)
-    return sorted(scores.items(), key=lambda item: -item[1])[:limit]
+    return sorted(scores.items(), key=lambda item: -item[1])
 
 
 def peak_weight(scores: Sequence[float], backoff: float, rank: int = 5) -> float:

@@ -141,27 +141,23 @@ def fill(template: str, **values: str) -> str:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
+def _chat(system: str, template: str, **values: str) -> list[dict]:
+    return [{"role": "system", "content": system}, {"role": "user", "content": fill(template, **values)}]
+
+
 def answer_messages(context: str, query: str, citations: str) -> list[dict]:
-    return [
-        {"role": "system", "content": ANSWER_SYSTEM},
-        {"role": "user", "content": fill(ANSWER_USER, context=context, query=query, citations=citations)},
-    ]
+    return _chat(ANSWER_SYSTEM, ANSWER_USER, context=context, query=query, citations=citations)
 
 
 def map_messages(context: str, query: str) -> list[dict]:
-    return [
-        {"role": "system", "content": MAP_SYSTEM},
-        {"role": "user", "content": fill(MAP_USER, context=context, query=query)},
-    ]
+    return _chat(MAP_SYSTEM, MAP_USER, context=context, query=query)
 
 
 def reduce_messages(context: str, query: str, *, may_decline: bool = True) -> list[dict]:
     """`may_decline`: offer the "does not say" answer (see REDUCE_USER)."""
-    decline = REDUCE_DECLINE if may_decline else ""
-    return [
-        {"role": "system", "content": REDUCE_SYSTEM},
-        {"role": "user", "content": fill(REDUCE_USER, context=context, query=query, decline=decline)},
-    ]
+    return _chat(
+        REDUCE_SYSTEM, REDUCE_USER, context=context, query=query, decline=REDUCE_DECLINE if may_decline else ""
+    )
 
 
 def prompt_tokens(messages: list[dict], count) -> int:

@@ -1,14 +1,13 @@
 """The tables global search maps: community reports, or a RAPTOR tree's summaries taken as reports.
 
 `GlobalIndex` numbers the reports (a report's citation id is its row, the same in every search),
-groups them by level and pre-filters them by similarity to the query; `TreeIndex` holds the
+groups them by level and packs a level's map batches once; `TreeIndex` holds the
 tree's summaries and vectors for tree search, and `tree_as_reports` turns them into a
 `GlobalIndex` whose top layer is level 0.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,8 +18,6 @@ from tiny_graphrag.search.config import GlobalConfig
 from tiny_graphrag.search.context import pack_report_batches
 from tiny_graphrag.search.tokens import TokenCounter
 from tiny_graphrag.search.vectors import VectorIndex
-
-log = logging.getLogger(__name__)
 
 
 class GlobalIndex:

@@ -112,12 +112,8 @@ class Sources:
         return tuple(dict.fromkeys(c.doc_id for c in self.chunks))
 
     def _by_kind(self) -> dict[str, tuple[Cited, ...]]:
-        return {
-            "sources": self.chunks,
-            "reports": self.reports,
-            "entities": self.entities,
-            "relationships": self.relationships,
-        }
+        # a citation's kind ("Sources") names the chunks; every other kind is the field's name
+        return {"sources" if f.name == "chunks" else f.name: getattr(self, f.name) for f in fields(self)}
 
     def citable(self) -> dict[str, set[int]]:
         return {kind: {item.id for item in items} for kind, items in self._by_kind().items()}
@@ -130,20 +126,13 @@ class Sources:
         """The union of two source sets (first occurrence of an id wins)."""
 
         def union(a: tuple[C, ...], b: tuple[C, ...]) -> tuple[C, ...]:
-            seen = {x.id for x in a}
-            out = list(a)
+            new: dict[int, C] = {}
             for x in b:
-                if x.id not in seen:
-                    seen.add(x.id)
-                    out.append(x)
-            return tuple(out)
+                new.setdefault(x.id, x)
+            seen = {x.id for x in a}
+            return tuple(a) + tuple(x for i, x in new.items() if i not in seen)
 
-        return Sources(
-            union(self.chunks, other.chunks),
-            union(self.reports, other.reports),
-            union(self.entities, other.entities),
-            union(self.relationships, other.relationships),
-        )
+        return Sources(*(union(getattr(self, f.name), getattr(other, f.name)) for f in fields(self)))
 
 
 @dataclass(frozen=True)

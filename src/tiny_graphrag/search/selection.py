@@ -159,13 +159,8 @@ def select_reports(
     n = max(longest_fit(len(ranked), fits), min(1, len(ranked)))  # the best report is read whatever the budget
     for i, (rid, _) in enumerate(ranked):
         why[rid] = KEPT if i < n else OVER_BUDGET
-    considered = sorted(
-        (
-            Considered(
-                rid, reports[rid].title, reports[rid].level, round(similarity[rid], 4), round(relevance(rid), 4), w
-            )
-            for rid, w in why.items()
-        ),
-        key=lambda c: (-c.similarity, c.report),
-    )
-    return Selection(ranked[:n], considered, best)
+    considered = [
+        Considered(rid, reports[rid].title, reports[rid].level, round(similarity[rid], 4), round(relevance(rid), 4), w)
+        for rid, w in why.items()
+    ]
+    return Selection(ranked[:n], sorted(considered, key=lambda c: (-c.similarity, c.report)), best)

@@ -11,7 +11,7 @@ to document text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import numpy as np
 
 from tiny_graphrag.search.answer import SearchRun
 from tiny_graphrag.search.config import TreeSearchConfig
@@ -21,9 +21,6 @@ from tiny_graphrag.search.report_index import TreeIndex
 from tiny_graphrag.search.result import SearchResult, SourceReport, Sources, StreamingResult
 from tiny_graphrag.search.vectors import VectorIndex
 from tiny_graphrag.tables import Count, pack, row
-
-if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
 
 TREE_CITATIONS = "[Data: Sources (ids); Reports (ids)]"
 
@@ -85,20 +82,21 @@ def build_tree_context(
                 ("Reports", row(rid, title, node.text), SourceReport(rid, nid, node.layer, title, 0.0, node.text))
             )
     text, kept, n = _pack(items, budget, count)
-    shown = [p for kind, _, p in kept if kind == "Sources"]
-    summaries = [p for kind, _, p in kept if kind == "Reports"]
+    shown = Sources(
+        chunks=tuple(p for kind, _, p in kept if kind == "Sources"),
+        reports=tuple(p for kind, _, p in kept if kind == "Reports"),
+    )
+    summaries = shown.reports
     # Chunks reached, in rank order: a chunk shown, or the chunks a shown summary covers.
     reached = list(
         dict.fromkeys(
             c for kind, _, p in kept for c in ([p.chunk_id] if kind == "Sources" else tree.nodes[p.community_id].chunks)
         )
     )
-    seen = {c.chunk_id for c in shown}
-    unseen = index.store.chunks_by_id([c for c in reached if c not in seen])
-    extra = [source_chunk(c, index.sid_of[c.id]) for c in unseen]
+    covered = [source_chunk(c, index.sid_of[c.id]) for c in index.store.chunks_by_id(reached)]
     return BuiltContext(
         text,
-        Sources(chunks=tuple(shown + extra), reports=tuple(summaries)),
+        shown.merged(Sources(chunks=tuple(covered))),
         n,
         budget,
         details={
