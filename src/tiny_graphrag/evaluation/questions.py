@@ -24,9 +24,8 @@ log = logging.getLogger(__name__)
 
 
 MODES = ("global", "naive", "local")
-TEXT_CHARS = (
-    240  # characters per generated name/task/question/reason: short is enough and keeps small models from looping
-)
+# characters per generated name/task/question/reason: short is enough and keeps small models from looping
+TEXT_CHARS = 240
 
 
 def text_field(max_length: int = TEXT_CHARS) -> dict:
@@ -98,21 +97,15 @@ def generate_questions(
         raise InputError("the corpus description is empty: pass a sentence or two saying what the texts are")
     n_users = math.ceil(n / (tasks * per_task))
     about = f"Description of the collection:\n{description}\n\n"
-    users: dict[str, dict] = {}  # by lower-cased name: a name given twice is one user
-    for user in ask_list(
-        llm,
+    prompt = (
         f"{about}Name {n_users} different kinds of people who would read this collection "
         "(for example a student, a journalist, a historian), each with one sentence on who they are "
-        "and why they read it.",
-        "users",
-        {
-            "type": "object",
-            "properties": {"name": text_field(60), "description": text_field()},
-            "required": ["name", "description"],
-        },
-        n_users,
-        max_tokens,
-    ):
+        "and why they read it."
+    )
+    fields = {"name": text_field(60), "description": text_field()}
+    user_schema = {"type": "object", "properties": fields, "required": list(fields)}
+    users: dict[str, dict] = {}  # by lower-cased name: a name given twice is one user
+    for user in ask_list(llm, prompt, "users", user_schema, n_users, max_tokens):
         users.setdefault(user["name"].lower(), user)
     per_user: list[list[Question]] = []
     written: list[str] = []  # shown to later calls: greedy decoding repeats itself on repeated prompts
@@ -120,14 +113,8 @@ def generate_questions(
         persona = f"{user['name']}: {user['description']}"
         log.info("questions: user %d/%d %s", k + 1, n_users, user["name"])
         mine = []
-        for task in ask_list(
-            llm,
-            f"{about}User: {persona}\n\nList {tasks} tasks this user would do with the whole collection.",
-            "tasks",
-            text_field(),
-            tasks,
-            max_tokens,
-        ):
+        tasks_prompt = f"{about}User: {persona}\n\nList {tasks} tasks this user would do with the whole collection."
+        for task in ask_list(llm, tasks_prompt, "tasks", text_field(), tasks, max_tokens):
             asked = "".join(f"\n- {q}" for q in written[-8:])
             prompt = (
                 f"{about}User: {persona}\nTask: {task}\n\nWrite {per_task} question(s) this user would ask for "
@@ -156,18 +143,12 @@ def questions_from_reports(
             "(without --no-reports), or generate questions from personas"
         )
     listing = "\n".join(f"- {r.title}: {r.summary}" for r in usable)
-    got = ask_list(
-        llm,
-        (
-            f"Summaries of the main communities of the collection:\n{listing}\n\nWrite {n} different questions that "
-            "need an understanding of the whole collection (themes, trends, comparisons across communities), "
-            "not one fact from one summary."
-        ),
-        "questions",
-        text_field(),
-        n,
-        max_tokens,
+    prompt = (
+        f"Summaries of the main communities of the collection:\n{listing}\n\nWrite {n} different questions that "
+        "need an understanding of the whole collection (themes, trends, comparisons across communities), "
+        "not one fact from one summary."
     )
+    got = ask_list(llm, prompt, "questions", text_field(), n, max_tokens)
     return first_distinct([Question(q.strip()) for q in got], n, "reports")
 
 
@@ -193,9 +174,6 @@ def check_count(name: str, n: int) -> None:
         raise InputError(f"{name} must be a whole number >= 1, got {n!r}")
 
 
-# ---- answers -----------------------------------------------------------------------------------
-
-
 def read_questions(path: str | os.PathLike[str]) -> list[Question]:
     """Questions from a text file, one per line (blank lines and lines starting with # skipped)."""
     try:
@@ -208,6 +186,3 @@ def read_questions(path: str | os.PathLike[str]) -> list[Question]:
     if not qs:
         raise InputError(f"{path} holds no questions: write one question per line")
     return qs
-
-
-# ---- the whole evaluation ----------------------------------------------------------------------
