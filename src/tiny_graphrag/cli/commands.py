@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import sys
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -108,9 +108,7 @@ def _info(args) -> None:
         print(json.dumps(info, indent=2, ensure_ascii=False))
         return
     c = info["counts"]
-    print(
-        f"index {info['index']} (format {info['format_version']}, built {info['created']} by {info['library_version']})"
-    )
+    print("index {index} (format {format_version}, built {created} by {library_version})".format_map(info))
     print(
         f"documents: {c.get('documents')}  chunks: {c.get('chunks')}  entities: {c.get('entities')}  "
         f"relations: {c.get('relations')}  merged aliases: {info['merged_aliases']}"
@@ -125,8 +123,7 @@ def _info(args) -> None:
         )
     for lvl in info["levels"]:
         print(
-            f"level C{lvl['level']}: {lvl['communities']} communities, size {lvl['min_size']}-{lvl['max_size']} "
-            f"(mean {lvl['mean_size']})"
+            "level C{level}: {communities} communities, size {min_size}-{max_size} (mean {mean_size})".format_map(lvl)
         )
     for r in info["top_reports"]:
         print(f"  [{r['rating']:.1f}] {r['title']} ({r['community']}, C{r['level']})")
@@ -297,10 +294,8 @@ def _models(args) -> int:
 
 
 def _silence_stdout() -> None:
-    try:
+    with suppress(OSError, ValueError):  # no file descriptor (a captured stdout): nothing to silence
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):  # no file descriptor (a captured stdout): nothing to silence
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -86,12 +86,11 @@ def create_app(
         return _error(422, problems)
 
     @app.exception_handler(StarletteHTTPException)  # ours, and the router's own (no such path: 404)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail))
-
     @app.exception_handler(NotFound)
     @app.exception_handler(TinyGraphRAGError)
     async def refused(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, StarletteHTTPException):
+            return _error(exc.status_code, str(exc.detail))
         return _error(404 if isinstance(exc, NotFound) else 400, str(exc))
 
     def served(name: str) -> ServedIndex:
