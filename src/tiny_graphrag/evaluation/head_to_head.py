@@ -35,6 +35,7 @@ from tiny_graphrag.evaluation.questions import (
     describe_corpus,
     first_distinct,
     generate_questions,
+    object_schema,
     questions_from_reports,
     text_field,
 )
@@ -83,11 +84,7 @@ _JUDGE_SYSTEM = (
     "only. The order of the answers says nothing about their quality, and a longer answer is not "
     "better unless the criterion says so."
 )
-_JUDGE_SCHEMA = {
-    "type": "object",
-    "properties": {"reason": text_field(), "winner": {"enum": ["1", "2", "tie"]}},
-    "required": ["reason", "winner"],
-}
+_JUDGE_SCHEMA = object_schema(reason=text_field(), winner={"enum": ["1", "2", "tie"]})
 
 
 def _judge_prompt(question: str, first: str, second: str, criterion: str, definition: str) -> str:

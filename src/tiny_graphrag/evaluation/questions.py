@@ -32,6 +32,11 @@ def text_field(max_length: int = TEXT_CHARS) -> dict:
     return {"type": "string", "minLength": 1, "maxLength": max_length}
 
 
+def object_schema(**properties: dict) -> dict:
+    """The JSON schema of an object with these properties, all required."""
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
 def ask(llm: LLM, system: str, user: str, schema: dict, max_tokens: int) -> dict | None:
     """One grammar-constrained call; None when the output is still not usable JSON (cut at max_tokens)."""
     out = llm.complete(
@@ -47,11 +52,7 @@ def ask(llm: LLM, system: str, user: str, schema: dict, max_tokens: int) -> dict
 
 def ask_list(llm: LLM, user: str, name: str, item: dict, n: int, max_tokens: int) -> list:
     """A list `name` of exactly `n` items (`item`: their schema) from the question writer; [] when unusable."""
-    schema = {
-        "type": "object",
-        "properties": {name: {"type": "array", "items": item, "minItems": n, "maxItems": n}},
-        "required": [name],
-    }
+    schema = object_schema(**{name: {"type": "array", "items": item, "minItems": n, "maxItems": n}})
     return (ask(llm, QG_SYSTEM, user, schema, max_tokens) or {}).get(name, [])
 
 
@@ -102,8 +103,7 @@ def generate_questions(
         "(for example a student, a journalist, a historian), each with one sentence on who they are "
         "and why they read it."
     )
-    fields = {"name": text_field(60), "description": text_field()}
-    user_schema = {"type": "object", "properties": fields, "required": list(fields)}
+    user_schema = object_schema(name=text_field(60), description=text_field())
     users: dict[str, dict] = {}  # by lower-cased name: a name given twice is one user
     for user in ask_list(llm, prompt, "users", user_schema, n_users, max_tokens):
         users.setdefault(user["name"].lower(), user)
