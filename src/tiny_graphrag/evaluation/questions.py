@@ -77,9 +77,7 @@ def describe_corpus(engine: QueryEngine, *, words: int = 120, titles: int = 8) -
     if not docs:
         raise InputError(f"index {engine.path} has no documents: build it from at least one file")
     parts = [f"{len(docs)} document(s)."]
-    for d in docs[:3]:
-        opening = " ".join(d.text.split()[:words])
-        parts.append(f"Document {d.source or d.id} begins: {opening} ...")
+    parts += [f"Document {d.source or d.id} begins: {' '.join(d.text.split()[:words])} ..." for d in docs[:3]]
     top = sorted((r for r in engine.index.globals.reports if not r.fallback), key=lambda r: -r.rating)[:titles]
     if top:
         parts.append("Main topics: " + "; ".join(r.title for r in top) + ".")

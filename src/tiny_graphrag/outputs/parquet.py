@@ -35,11 +35,8 @@ COLUMNS = {
 
 
 def _schemas(pa) -> dict:
-    types = {"s": pa.string(), "i": pa.int64(), "f": pa.float64(), "ls": pa.list_(pa.string())}
-    types |= {
-        "li": pa.list_(pa.int64()),
-        "findings": pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())])),
-    }
+    types = dict(s=pa.string(), i=pa.int64(), f=pa.float64(), ls=pa.list_(pa.string()), li=pa.list_(pa.int64()))
+    types["findings"] = pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())]))
     return {table: [(c, types[t]) for c, t in (x.split(":") for x in spec.split())] for table, spec in COLUMNS.items()}
 
 
