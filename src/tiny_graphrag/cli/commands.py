@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import sys
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -83,11 +83,6 @@ def build_config(args) -> BuildConfig:
     return replace(cfg, **top, **{name: replace(getattr(cfg, name), **kw) for name, kw in sections.items()})
 
 
-def _given(**options: object) -> dict:
-    """The options given on the command line (None: not given, the default stays)."""
-    return {k: v for k, v in options.items() if v is not None}
-
-
 def _update(args) -> None:
     from tiny_graphrag.build.update import load_index  # loads the pipeline's modules
 
@@ -113,17 +108,14 @@ def _info(args) -> None:
         print(json.dumps(info, indent=2, ensure_ascii=False))
         return
     c = info["counts"]
-    print(
-        f"index {info['index']} (format {info['format_version']}, built {info['created']} by {info['library_version']})"
-    )
+    print("index {index} (format {format_version}, built {created} by {library_version})".format_map(info))
     print(
         f"documents: {c.get('documents')}  chunks: {c.get('chunks')}  entities: {c.get('entities')}  "
         f"relations: {c.get('relations')}  merged aliases: {info['merged_aliases']}"
     )
-    for t, n in sorted(info["entities_per_type"].items(), key=lambda x: -x[1]):
-        print(f"  entity {t}: {n}")
-    for t, n in sorted(info["relations_per_label"].items(), key=lambda x: -x[1]):
-        print(f"  relation {t}: {n}")
+    for what, counts in (("entity", info["entities_per_type"]), ("relation", info["relations_per_label"])):
+        for t, n in sorted(counts.items(), key=lambda x: -x[1]):
+            print(f"  {what} {t}: {n}")
     if info["fallback_reports"]:
         print(
             f"reports: {c.get('reports')}, of which {info['fallback_reports']} fallback (the model's output was "
@@ -131,8 +123,7 @@ def _info(args) -> None:
         )
     for lvl in info["levels"]:
         print(
-            f"level C{lvl['level']}: {lvl['communities']} communities, size {lvl['min_size']}-{lvl['max_size']} "
-            f"(mean {lvl['mean_size']})"
+            "level C{level}: {communities} communities, size {min_size}-{max_size} (mean {mean_size})".format_map(lvl)
         )
     for r in info["top_reports"]:
         print(f"  [{r['rating']:.1f}] {r['title']} ({r['community']}, C{r['level']})")
@@ -160,14 +151,9 @@ def _query(args) -> None:
     from tiny_graphrag.search.config import SearchConfig
     from tiny_graphrag.search.engine import QueryEngine
 
-    global_only = {
-        "--level": args.level,
-        "--over": args.over,
-        "--selection": args.selection,
-        "--map-calls": args.map_calls,
-    }
-    if args.mode != "global" and (given := [k for k, v in global_only.items() if v is not None]):
-        raise InputError(f"{', '.join(given)}: only for global search")
+    given = [k for k in ("level", "over", "selection", "map_calls") if getattr(args, k) is not None]
+    if args.mode != "global" and given:
+        raise InputError(f"{', '.join('--' + k.replace('_', '-') for k in given)}: only for global search")
     if args.strategy is not None and args.mode != "tree":
         raise InputError("--strategy is only for tree search")
     if args.where and args.mode not in ("local", "naive"):
@@ -182,7 +168,8 @@ def _query(args) -> None:
             "(builds default to 4096)"
         )
     qe = QueryEngine(args.index, models_dir=args.models_dir, config=config)
-    if changes := _given(model=args.llm, chat_format=args.chat_format, n_ctx=args.n_ctx):
+    llm = {"model": args.llm, "chat_format": args.chat_format, "n_ctx": args.n_ctx}
+    if changes := {k: v for k, v in llm.items() if v is not None}:
         qe.change_llm_settings(**changes)  # the index's build LLM settings, but for these
     kwargs = {
         "global": {"level": args.level, "config": global_config(config.global_, args)},
@@ -265,16 +252,8 @@ def _evaluate(args) -> None:
         if args.llm is not None:
             qe.change_llm_settings(model=args.llm)
         judge = open_judge(args.judge, qe, n_ctx=args.n_ctx, chat_format=args.chat_format)
-        result = evaluate(
-            qe,
-            judge,
-            questions=questions,
-            a=args.a,
-            b=args.b,
-            source=args.source,
-            description=args.description,
-            answer_tokens=args.answer_tokens,
-        )
+        options = {k: getattr(args, k) for k in ("a", "b", "source", "description", "answer_tokens")}
+        result = evaluate(qe, judge, questions=questions, **options)
     data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
     print(data if args.json else result.format())  # first: the results are on screen whatever happens to --out
     if args.out:
@@ -315,10 +294,8 @@ def _models(args) -> int:
 
 
 def _silence_stdout() -> None:
-    try:
+    with suppress(OSError, ValueError):  # no file descriptor (a captured stdout): nothing to silence
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):  # no file descriptor (a captured stdout): nothing to silence
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 
-def _int_at_least(low: int):
+def _whole(low: int):
     return _number(low, kind=int)
 
 
@@ -45,12 +45,14 @@ def _device(text: str) -> str:
 
 
 def _config_option(parser: argparse.ArgumentParser) -> Callable[..., None]:
-    """`add(flag, field, help, type, **kw)` for an option that sets a BuildConfig field ("section.name" or
-    "name"): its value is `args.config.<field>`, None when not given (commands.build_config reads
-    them), and its help ends with the config's default unless it names its own."""
+    """`add(field, help, type, flag=None, **kw)` for an option that sets a BuildConfig field ("section.name"
+    or "name"; the flag is --name with dashes unless given): its value is `args.config.<field>`, None when
+    not given (commands.build_config reads them), and its help ends with the config's default unless it
+    names its own."""
     from tiny_graphrag.config import BuildConfig
 
-    def add(flag: str, field: str, help: str, type: Any = None, **kw: Any) -> None:
+    def add(field: str, help: str, type: Any = None, flag: str | None = None, **kw: Any) -> None:
+        flag = flag or "--" + field.rpartition(".")[2].replace("_", "-")
         default: Any = BuildConfig()
         for name in field.split("."):
             default = getattr(default, name)
@@ -118,71 +120,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     opt = _config_option(b)  # these set a BuildConfig field; the help names the config's default
     opt(
-        "--text-column",
         "documents.text_columns",
         "a table's text column (repeatable: joined in order; default: the column 'text')",
+        flag="--text-column",
         action="append",
     )
+    opt("documents.title_column", "a table's column that titles each row (others are kept as metadata)")
+    opt("extraction.extractor", "entity/relation extractor", choices=extractor_names())
+    opt("extraction.spacy_model", "installed spaCy pipeline or path")
+    opt("extraction.gliner_model", "GLiNER model folder name under models/ or a path")
+    opt("extraction.glirel_model", "GLiREL model folder name under models/ or a path")
+    opt("embedder_model", "sentence-transformers model name under models/ or a path", flag="--embedder")
+    opt("llm.model", "GGUF file name under models/ or a path, for community reports", flag="--llm")
+    opt("llm.chat_format", "llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
+    opt("llm.n_ctx", "LLM context window in tokens", _whole(256))
+    opt("reports", "skip community reports (no LLM needed)", flag="--no-reports", action="store_false")
     opt(
-        "--title-column",
-        "documents.title_column",
-        "a table's column that titles each row (others are kept as metadata)",
-    )
-    opt("--extractor", "extraction.extractor", "entity/relation extractor", choices=extractor_names())
-    opt("--spacy-model", "extraction.spacy_model", "installed spaCy pipeline or path")
-    opt("--gliner-model", "extraction.gliner_model", "GLiNER model folder name under models/ or a path")
-    opt("--glirel-model", "extraction.glirel_model", "GLiREL model folder name under models/ or a path")
-    opt("--embedder", "embedder_model", "sentence-transformers model name under models/ or a path")
-    opt("--llm", "llm.model", "GGUF file name under models/ or a path, for community reports")
-    opt("--chat-format", "llm.chat_format", "llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
-    opt("--n-ctx", "llm.n_ctx", "LLM context window in tokens", _int_at_least(256))
-    opt("--no-reports", "reports", "skip community reports (no LLM needed)", action="store_false")
-    opt(
-        "--tree",
         "tree.enabled",
         "build a RAPTOR tree of recursive summaries for `query tree` (an LLM call per cluster; needs the 'tree' extra)",
+        flag="--tree",
         action=argparse.BooleanOptionalAction,
     )
-    opt("--report-max-tokens", "llm.max_report_tokens", "output budget per community report", _int_at_least(1))
+    opt("llm.max_report_tokens", "output budget per community report", _whole(1), "--report-max-tokens")
     opt(
-        "--report-context-tokens",
         "llm.report_context_tokens",
         "context budget per community report (default: what --n-ctx leaves)",
-        _int_at_least(1),
+        _whole(1),
     )
+    opt("llm.report_min_size", "communities of fewer entities get no report (default: 1, all)", _whole(1))
+    opt("extraction.entity_threshold", "minimum entity score, in [0, 1]", _number(0, 1))
+    opt("extraction.relation_threshold", "minimum relation score, in [0, 1]", _number(0, 1))
+    opt("chunking.max_tokens", "chunk size in word tokens", _whole(8))
+    opt("chunking.overlap_tokens", "chunk overlap in word tokens, less than --max-tokens", _whole(0), "--overlap")
     opt(
-        "--report-min-size",
-        "llm.report_min_size",
-        "communities of fewer entities get no report (default: 1, all)",
-        _int_at_least(1),
-    )
-    opt("--entity-threshold", "extraction.entity_threshold", "minimum entity score, in [0, 1]", _number(0, 1))
-    opt("--relation-threshold", "extraction.relation_threshold", "minimum relation score, in [0, 1]", _number(0, 1))
-    opt("--max-tokens", "chunking.max_tokens", "chunk size in word tokens", _int_at_least(8))
-    opt(
-        "--overlap", "chunking.overlap_tokens", "chunk overlap in word tokens, less than --max-tokens", _int_at_least(0)
-    )
-    opt(
-        "--max-cluster-size",
         "communities.max_cluster_size",
         "largest community before Leiden splits it into the next level",
-        _int_at_least(1),
+        _whole(1),
     )
+    opt("extraction.device", "torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)", _device)
+    opt("models_dir", "where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     opt(
-        "--device",
-        "extraction.device",
-        "torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)",
-        _device,
-    )
-    opt("--models-dir", "models_dir", "where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
-    opt(
-        "--quantize",
         "extraction.quantize",
         "GLiNER/GLiREL linear layers as dynamic int8 on CPU (faster; scores move slightly, see bench/RESULTS.md)",
         choices=["int8"],
     )
     opt(
-        "--runtime",
         "extraction.runtime",
         "run GLiNER/GLiREL's encoders with ONNX Runtime on CPU (same predictions, faster; needs tiny-graphrag[onnx]) or PyTorch",
         choices=["torch", "onnx"],
@@ -195,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="extract and embed on Ray actors: a "
         "cluster's HOST:PORT, or no address for RAY_ADDRESS or a local instance (needs tiny-graphrag[ray])",
     )
-    b.add_argument("--ray-actors", type=_int_at_least(1), default=1, help="Ray actors (model copies)")
+    b.add_argument("--ray-actors", type=_whole(1), default=1, help="Ray actors (model copies)")
     b.add_argument("--ray-gpus", type=_number(0), default=0.0, help="GPUs per Ray actor (1 on a GPU cluster)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -209,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("info", help="describe a built index", **kw)
     i.add_argument("index", help="an index folder written by build")
-    i.add_argument("--top", type=_int_at_least(0), default=5, help="how many top-rated reports to list")
+    i.add_argument("--top", type=_whole(0), default=5, help="how many top-rated reports to list")
     i.add_argument("--json", action="store_true", help="print as JSON")
 
     q = sub.add_parser("query", help="ask a question of an index", **kw)
@@ -218,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--index", required=True, help="an index folder written by build")
     q.add_argument(
         "--level",
-        type=_int_at_least(0),
+        type=_whole(0),
         help="global search: the deepest community level to select from (with --selection level: the level "
         "mapped; default: every level, or the deepest within the map-call limit)",
     )
@@ -230,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--map-calls",
-        type=_int_at_least(1),
+        type=_whole(1),
         help="global search, dynamic selection: at most this many map calls (default: 3)",
     )
     q.add_argument(
@@ -261,11 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print the whole result as JSON")
     q.add_argument("--llm", help="GGUF file name under models/ or a path (default: the one the index was built with)")
     q.add_argument("--chat-format", help="llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
-    q.add_argument("--n-ctx", type=_int_at_least(256), help="LLM context window in tokens (default: the build's)")
+    q.add_argument("--n-ctx", type=_whole(256), help="LLM context window in tokens (default: the build's)")
     q.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     q.add_argument(
         "--context-tokens",
-        type=_int_at_least(64),
+        type=_whole(64),
         help="at most this many tokens of data per prompt (default: what --n-ctx leaves; "
         "a small model answers better from less)",
     )
@@ -282,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="GGUF file name under models/ or a path, that writes the questions and judges "
         "(default: the index's LLM; a larger model gives a trustworthy judge)",
     )
-    e.add_argument("--questions", type=_int_at_least(1), default=8, help="how many questions to generate")
+    e.add_argument("--questions", type=_whole(1), default=8, help="how many questions to generate")
     e.add_argument("--questions-file", type=Path, help="questions to use instead, one per line")
     e.add_argument(
         "--source",
@@ -299,13 +281,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--b", default="naive", choices=["global", "naive", "local"], help="second search mode")
     e.add_argument(
         "--answer-tokens",
-        type=_int_at_least(16),
+        type=_whole(16),
         default=700,
         help="each answer is cut to this many tokens for the judge",
     )
     e.add_argument("--llm", help="GGUF that answers (default: the one the index was built with)")
     e.add_argument("--chat-format", help="llama.cpp chat format of --judge, when the GGUF has no template")
-    e.add_argument("--n-ctx", type=_int_at_least(256), help="judge context window in tokens (default 4096)")
+    e.add_argument("--n-ctx", type=_whole(256), help="judge context window in tokens (default 4096)")
     e.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     e.add_argument("--out", type=Path, help="also write the whole evaluation (questions, answers, verdicts) as JSON")
     e.add_argument("--json", action="store_true", help="print the whole evaluation as JSON")
@@ -320,14 +302,6 @@ def build_parser() -> argparse.ArgumentParser:
     from tiny_graphrag.finetune.cli import add_parsers as add_finetune_parsers
 
     add_finetune_parsers(msub, kw)
-    _add_export_parsers(sub, kw)
-    from tiny_graphrag.serve.cli import add_parser as add_serve_parser
-
-    add_serve_parser(sub, kw)
-    return p
-
-
-def _add_export_parsers(sub, kw) -> None:
     from tiny_graphrag.outputs.export import FORMATS
 
     x = sub.add_parser(
@@ -341,8 +315,12 @@ def _add_export_parsers(sub, kw) -> None:
     x.add_argument("--force", action="store_true", help="replace an existing export (nothing else is touched)")
     v = sub.add_parser("view", help="write one offline HTML page to explore the graph and its communities", **kw)
     v.add_argument("index", help="an index folder written by build")
-    v.add_argument("--level", type=_int_at_least(0), default=0, help="community level that colours the entities")
-    v.add_argument("--top", type=_int_at_least(1), default=200, help="show the N entities with the most relations")
+    v.add_argument("--level", type=_whole(0), default=0, help="community level that colours the entities")
+    v.add_argument("--top", type=_whole(1), default=200, help="show the N entities with the most relations")
     v.add_argument("--community", help="show only this community's entities (an id from `info`)")
     v.add_argument("--out", type=Path, default=Path("graph.html"), help="the HTML file to write")
     v.add_argument("--force", action="store_true", help="replace an existing file at --out")
+    from tiny_graphrag.serve.cli import add_parser as add_serve_parser
+
+    add_serve_parser(sub, kw)
+    return p

@@ -35,6 +35,7 @@ from tiny_graphrag.evaluation.questions import (
     describe_corpus,
     first_distinct,
     generate_questions,
+    object_schema,
     questions_from_reports,
     text_field,
 )
@@ -83,11 +84,7 @@ _JUDGE_SYSTEM = (
     "only. The order of the answers says nothing about their quality, and a longer answer is not "
     "better unless the criterion says so."
 )
-_JUDGE_SCHEMA = {
-    "type": "object",
-    "properties": {"reason": text_field(), "winner": {"enum": ["1", "2", "tie"]}},
-    "required": ["reason", "winner"],
-}
+_JUDGE_SCHEMA = object_schema(reason=text_field(), winner={"enum": ["1", "2", "tie"]})
 
 
 def _judge_prompt(question: str, first: str, second: str, criterion: str, definition: str) -> str:
@@ -135,21 +132,10 @@ def judge(
     for i, q in enumerate(questions):
         ta, tb = (clip(llm, strip_citations(x.text), answer_tokens) or "(no answer)" for x in (a[i], b[i]))
         by_order = []  # A shown first, then B shown first: (winner, reason) per criterion
-        for first, second, mode_of in (
-            (ta, tb, {"1": "a", "2": "b", "tie": "tie"}),
-            (tb, ta, {"1": "b", "2": "a", "tie": "tie"}),
-        ):  # shown position -> mode
-            got = [
-                ask(
-                    llm,
-                    _JUDGE_SYSTEM,
-                    _judge_prompt(q.text, first, second, name, definition),
-                    _JUDGE_SCHEMA,
-                    max_tokens,
-                )
-                or {}
-                for name, definition in criteria.items()
-            ]
+        for first, second, shown in ((ta, tb, "ab"), (tb, ta, "ba")):  # shown: the modes of answers 1 and 2
+            mode_of = {"1": shown[0], "2": shown[1], "tie": "tie"}
+            prompts = [_judge_prompt(q.text, first, second, name, definition) for name, definition in criteria.items()]
+            got = [ask(llm, _JUDGE_SYSTEM, prompt, _JUDGE_SCHEMA, max_tokens) or {} for prompt in prompts]
             by_order.append([(mode_of.get(str(g.get("winner"))), str(g.get("reason", ""))) for g in got])
         verdicts += [Verdict(i, name, wa, wb, (ra, rb)) for name, (wa, ra), (wb, rb) in zip(criteria, *by_order)]
         log.info("judged question %d/%d", i + 1, len(questions))
@@ -258,26 +244,14 @@ def evaluate(
     t2 = time.perf_counter()
     verdicts = judge(judge_llm, qs, answers_a, answers_b, criteria=criteria, answer_tokens=answer_tokens)
     t3 = time.perf_counter()
-    return Evaluation(
-        a,
-        b,
-        judge_llm.name,
-        qs,
-        answers_a,
-        answers_b,
-        verdicts,
-        win_rates(verdicts, resamples=resamples, seed=seed),
-        settings={
-            "source": source if isinstance(questions, int) else "given",
-            "answer_tokens": answer_tokens,
-            "resamples": resamples,
-            "seed": seed,
-            "criteria": criteria or CRITERIA,
-        },
-        seconds={
-            "questions": round(t1 - t0, 1),
-            "answers": round(t2 - t1, 1),
-            "judge": round(t3 - t2, 1),
-            "total": round(t3 - t0, 1),
-        },
-    )
+    rates = win_rates(verdicts, resamples=resamples, seed=seed)
+    settings = {
+        "source": source if isinstance(questions, int) else "given",
+        "answer_tokens": answer_tokens,
+        "resamples": resamples,
+        "seed": seed,
+        "criteria": criteria or CRITERIA,
+    }
+    took = {"questions": t1 - t0, "answers": t2 - t1, "judge": t3 - t2, "total": t3 - t0}
+    seconds = {k: round(v, 1) for k, v in took.items()}
+    return Evaluation(a, b, judge_llm.name, qs, answers_a, answers_b, verdicts, rates, settings, seconds)

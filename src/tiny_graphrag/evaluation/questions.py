@@ -24,13 +24,17 @@ log = logging.getLogger(__name__)
 
 
 MODES = ("global", "naive", "local")
-TEXT_CHARS = (
-    240  # characters per generated name/task/question/reason: short is enough and keeps small models from looping
-)
+# characters per generated name/task/question/reason: short is enough and keeps small models from looping
+TEXT_CHARS = 240
 
 
 def text_field(max_length: int = TEXT_CHARS) -> dict:
     return {"type": "string", "minLength": 1, "maxLength": max_length}
+
+
+def object_schema(**properties: dict) -> dict:
+    """The JSON schema of an object with these properties, all required."""
+    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 def ask(llm: LLM, system: str, user: str, schema: dict, max_tokens: int) -> dict | None:
@@ -48,11 +52,7 @@ def ask(llm: LLM, system: str, user: str, schema: dict, max_tokens: int) -> dict
 
 def ask_list(llm: LLM, user: str, name: str, item: dict, n: int, max_tokens: int) -> list:
     """A list `name` of exactly `n` items (`item`: their schema) from the question writer; [] when unusable."""
-    schema = {
-        "type": "object",
-        "properties": {name: {"type": "array", "items": item, "minItems": n, "maxItems": n}},
-        "required": [name],
-    }
+    schema = object_schema(**{name: {"type": "array", "items": item, "minItems": n, "maxItems": n}})
     return (ask(llm, QG_SYSTEM, user, schema, max_tokens) or {}).get(name, [])
 
 
@@ -77,9 +77,7 @@ def describe_corpus(engine: QueryEngine, *, words: int = 120, titles: int = 8) -
     if not docs:
         raise InputError(f"index {engine.path} has no documents: build it from at least one file")
     parts = [f"{len(docs)} document(s)."]
-    for d in docs[:3]:
-        opening = " ".join(d.text.split()[:words])
-        parts.append(f"Document {d.source or d.id} begins: {opening} ...")
+    parts += [f"Document {d.source or d.id} begins: {' '.join(d.text.split()[:words])} ..." for d in docs[:3]]
     top = sorted((r for r in engine.index.globals.reports if not r.fallback), key=lambda r: -r.rating)[:titles]
     if top:
         parts.append("Main topics: " + "; ".join(r.title for r in top) + ".")
@@ -98,21 +96,14 @@ def generate_questions(
         raise InputError("the corpus description is empty: pass a sentence or two saying what the texts are")
     n_users = math.ceil(n / (tasks * per_task))
     about = f"Description of the collection:\n{description}\n\n"
-    users: dict[str, dict] = {}  # by lower-cased name: a name given twice is one user
-    for user in ask_list(
-        llm,
+    prompt = (
         f"{about}Name {n_users} different kinds of people who would read this collection "
         "(for example a student, a journalist, a historian), each with one sentence on who they are "
-        "and why they read it.",
-        "users",
-        {
-            "type": "object",
-            "properties": {"name": text_field(60), "description": text_field()},
-            "required": ["name", "description"],
-        },
-        n_users,
-        max_tokens,
-    ):
+        "and why they read it."
+    )
+    user_schema = object_schema(name=text_field(60), description=text_field())
+    users: dict[str, dict] = {}  # by lower-cased name: a name given twice is one user
+    for user in ask_list(llm, prompt, "users", user_schema, n_users, max_tokens):
         users.setdefault(user["name"].lower(), user)
     per_user: list[list[Question]] = []
     written: list[str] = []  # shown to later calls: greedy decoding repeats itself on repeated prompts
@@ -120,14 +111,8 @@ def generate_questions(
         persona = f"{user['name']}: {user['description']}"
         log.info("questions: user %d/%d %s", k + 1, n_users, user["name"])
         mine = []
-        for task in ask_list(
-            llm,
-            f"{about}User: {persona}\n\nList {tasks} tasks this user would do with the whole collection.",
-            "tasks",
-            text_field(),
-            tasks,
-            max_tokens,
-        ):
+        tasks_prompt = f"{about}User: {persona}\n\nList {tasks} tasks this user would do with the whole collection."
+        for task in ask_list(llm, tasks_prompt, "tasks", text_field(), tasks, max_tokens):
             asked = "".join(f"\n- {q}" for q in written[-8:])
             prompt = (
                 f"{about}User: {persona}\nTask: {task}\n\nWrite {per_task} question(s) this user would ask for "
@@ -156,18 +141,12 @@ def questions_from_reports(
             "(without --no-reports), or generate questions from personas"
         )
     listing = "\n".join(f"- {r.title}: {r.summary}" for r in usable)
-    got = ask_list(
-        llm,
-        (
-            f"Summaries of the main communities of the collection:\n{listing}\n\nWrite {n} different questions that "
-            "need an understanding of the whole collection (themes, trends, comparisons across communities), "
-            "not one fact from one summary."
-        ),
-        "questions",
-        text_field(),
-        n,
-        max_tokens,
+    prompt = (
+        f"Summaries of the main communities of the collection:\n{listing}\n\nWrite {n} different questions that "
+        "need an understanding of the whole collection (themes, trends, comparisons across communities), "
+        "not one fact from one summary."
     )
+    got = ask_list(llm, prompt, "questions", text_field(), n, max_tokens)
     return first_distinct([Question(q.strip()) for q in got], n, "reports")
 
 
@@ -193,9 +172,6 @@ def check_count(name: str, n: int) -> None:
         raise InputError(f"{name} must be a whole number >= 1, got {n!r}")
 
 
-# ---- answers -----------------------------------------------------------------------------------
-
-
 def read_questions(path: str | os.PathLike[str]) -> list[Question]:
     """Questions from a text file, one per line (blank lines and lines starting with # skipped)."""
     try:
@@ -208,6 +184,3 @@ def read_questions(path: str | os.PathLike[str]) -> list[Question]:
     if not qs:
         raise InputError(f"{path} holds no questions: write one question per line")
     return qs
-
-
-# ---- the whole evaluation ----------------------------------------------------------------------

@@ -89,21 +89,8 @@ def win_rates(verdicts: Sequence[Verdict], *, resamples: int = 2000, seed: int =
             agreement_low, agreement_high = _bootstrap(agree, group[judged], len(qids), resamples, seed)
         picks = [w for v in vs for w in (v.a_first, v.b_first)]
         firsts = [w == first for v in vs for w, first in ((v.a_first, "a"), (v.b_first, "b")) if w in ("a", "b")]
-        out.append(
-            WinRate(
-                name,
-                len(qids),
-                win,
-                low,
-                high,
-                agreement,
-                agreement_low,
-                agreement_high,
-                picks.count("a"),
-                picks.count("b"),
-                picks.count("tie"),
-                picks.count(None),
-                float(np.mean(firsts)) if firsts else None,
-            )
-        )
+        a_wins, b_wins, ties, unusable = (picks.count(w) for w in ("a", "b", "tie", None))
+        first_wins = float(np.mean(firsts)) if firsts else None
+        rates = (win, low, high, agreement, agreement_low, agreement_high)
+        out.append(WinRate(name, len(qids), *rates, a_wins, b_wins, ties, unusable, first_wins))
     return out

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 FORMATS = ("graphml", "gexf", "json", "parquet", "neo4j")
 NEO4J_FILES = ("nodes.csv", "relationships.csv", "load.cypher")
 _JSON_ATTRS = ("aliases", "provenance", "type_votes")
+_dumps = functools.partial(json.dumps, ensure_ascii=False)
 
 
 def export_index(
@@ -101,11 +102,11 @@ def flat_graph(store: IndexStore) -> nx.MultiDiGraph:
 
 
 def _scalars(data: dict) -> dict:
-    return {k: (json.dumps(v, ensure_ascii=False) if k in _JSON_ATTRS else v) for k, v in data.items()}
+    return {k: (_dumps(v) if k in _JSON_ATTRS else v) for k, v in data.items()}
 
 
 def _plain(data: dict) -> dict:
-    return json.loads(json.dumps(data, ensure_ascii=False))  # tuples -> lists, numpy-free plain values
+    return json.loads(_dumps(data))  # tuples -> lists, numpy-free plain values
 
 
 # ---- Neo4j ------------------------------------------------------------------------------------
@@ -121,31 +122,14 @@ def _neo4j(store: IndexStore, folder: Path) -> list[Path]:
     levels = sorted({c.level for c in store.communities()})
     node_header = _NODE_HEADER[:-1] + [f"community_{lvl}" for lvl in levels] + _NODE_HEADER[-1:]
     where = community_levels(store)
-    nodes = [
-        [
-            k,
-            d["name"],
-            d["type"],
-            d["mentions"],
-            json.dumps(d["aliases"], ensure_ascii=False),
-            json.dumps(d["provenance"], ensure_ascii=False),
-            d["hid"],
-            *[where.get(k, {}).get(lvl, "") for lvl in levels],
-            "Entity;" + d["type"],
-        ]
-        for k, d in graph.nodes(data=True)
-    ]
+
+    def node_row(k: str, d: dict) -> list:  # in the order of node_header
+        row = [k, d["name"], d["type"], d["mentions"], _dumps(d["aliases"]), _dumps(d["provenance"]), d["hid"]]
+        return row + [where.get(k, {}).get(lvl, "") for lvl in levels] + ["Entity;" + d["type"]]
+
+    nodes = [node_row(k, d) for k, d in graph.nodes(data=True)]
     edges = [
-        [
-            u,
-            v,
-            d["label"],
-            d["label"],
-            d["weight"],
-            d["score"],
-            json.dumps(d["provenance"], ensure_ascii=False),
-            d["hid"],
-        ]
+        [u, v, d["label"], d["label"], d["weight"], d["score"], _dumps(d["provenance"]), d["hid"]]
         for u, v, d in graph.edges(data=True)
     ]
     for name, header, rows in (("nodes.csv", node_header, nodes), ("relationships.csv", _EDGE_HEADER, edges)):

@@ -29,14 +29,8 @@ def index_info(path: str | Path, top: int = 5) -> dict:
         "fallback_reports": sum(1 for r in reports if r.fallback),
         "skipped_files": list((m.get("summary") or {}).get("skipped_files", [])),
         "levels": [
-            {
-                "level": lvl,
-                "communities": len(sizes),
-                "min_size": min(sizes),
-                "max_size": max(sizes),
-                "mean_size": round(sum(sizes) / len(sizes), 2),
-            }
-            for lvl, sizes in community_sizes(store).items()
+            dict(level=lvl, communities=len(s), min_size=min(s), max_size=max(s), mean_size=round(sum(s) / len(s), 2))
+            for lvl, s in community_sizes(store).items()
         ],
         "top_reports": [
             {"community": r.community_id, "level": r.level, "rating": r.rating, "title": r.title, "summary": r.summary}

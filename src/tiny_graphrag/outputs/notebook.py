@@ -58,15 +58,12 @@ def search_result_html(result) -> str:
 
     def link_part(p: re.Match) -> str:  # "Kind (1, 2)" of a [Data: ...] block, each known id a link
         kind = KINDS.get(p.group(1).lower(), "").lower()
-        ids = re.sub(
-            r"\d+",
-            lambda i: (
-                f"<a href='#{prefix}-{kind}-{i.group()}'>{i.group()}</a>"
-                if int(i.group()) in items.get(kind, {})
-                else i.group()
-            ),
-            p.group(2),
-        )
+
+        def link(i: re.Match) -> str:
+            known = int(i.group()) in items.get(kind, {})
+            return f"<a href='#{prefix}-{kind}-{i.group()}'>{i.group()}</a>" if known else i.group()
+
+        ids = re.sub(r"\d+", link, p.group(2))
         return f"{p.group(1)} ({ids})"
 
     answer = DATA_BLOCK.sub(lambda m: DATA_PART.sub(link_part, m.group(0)), html.escape(result.answer, quote=False))

@@ -20,33 +20,29 @@ from tiny_graphrag.errors import require
 from tiny_graphrag.index.store import IndexStore
 
 GRAPHRAG_TABLES = ("entities", "relationships", "text_units", "communities", "community_reports", "documents")
+# Each table's columns in GraphRAG's order, as "name:type" (the types are in _schemas).
+_HEAD = "id:s human_readable_id:i "
+_COMMUNITY = _HEAD + "community:i level:i parent:i children:li title:s "
+COLUMNS = {
+    "entities": _HEAD + "title:s type:s description:s text_unit_ids:ls frequency:i degree:i",
+    "relationships": _HEAD + "source:s target:s description:s weight:f combined_degree:i text_unit_ids:ls",
+    "text_units": _HEAD + "text:s n_tokens:i document_ids:ls entity_ids:ls relationship_ids:ls covariate_ids:ls",
+    "communities": _COMMUNITY + "entity_ids:ls relationship_ids:ls text_unit_ids:ls period:s size:i",
+    "community_reports": _COMMUNITY + "summary:s full_content:s rank:f rating_explanation:s findings:findings "
+    "full_content_json:s period:s size:i",
+    "documents": _HEAD + "title:s text:s text_unit_ids:ls creation_date:s metadata:s",
+}
 
 
 def _schemas(pa) -> dict:
-    types = {"s": pa.string(), "i": pa.int64(), "f": pa.float64(), "ls": pa.list_(pa.string())}
-    types |= {
-        "li": pa.list_(pa.int64()),
-        "findings": pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())])),
-    }
+    types = dict(s=pa.string(), i=pa.int64(), f=pa.float64(), ls=pa.list_(pa.string()), li=pa.list_(pa.int64()))
+    types["findings"] = pa.list_(pa.struct([("summary", pa.string()), ("explanation", pa.string())]))
+    return {table: [(c, types[t]) for c, t in (x.split(":") for x in spec.split())] for table, spec in COLUMNS.items()}
 
-    def columns(spec: str) -> list:  # "name:type ...", with the types above
-        return [(name, types[t]) for name, t in (c.split(":") for c in spec.split())]
 
-    head = "id:s human_readable_id:i "
-    com = "community:i level:i parent:i children:li title:s "
-    return {
-        "entities": columns(head + "title:s type:s description:s text_unit_ids:ls frequency:i degree:i"),
-        "relationships": columns(head + "source:s target:s description:s weight:f combined_degree:i text_unit_ids:ls"),
-        "text_units": columns(
-            head + "text:s n_tokens:i document_ids:ls entity_ids:ls relationship_ids:ls covariate_ids:ls"
-        ),
-        "communities": columns(head + com + "entity_ids:ls relationship_ids:ls text_unit_ids:ls period:s size:i"),
-        "community_reports": columns(
-            head + com + "summary:s full_content:s rank:f rating_explanation:s findings:findings "
-            "full_content_json:s period:s size:i"
-        ),
-        "documents": columns(head + "title:s text:s text_unit_ids:ls creation_date:s metadata:s"),
-    }
+def _row(table: str, *values) -> dict:
+    """A row of `table`: its values in column order."""
+    return dict(zip((c.split(":")[0] for c in COLUMNS[table].split()), values, strict=True))
 
 
 def entity_description(node: dict) -> str:
@@ -74,75 +70,33 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
         units = _chunk_ids(d["provenance"])
         for u in units:
             chunk_entities[u].append(k)
-        entities.append(
-            {
-                "id": k,
-                "human_readable_id": d["hid"],
-                "title": title[k],
-                "type": d["type"],
-                "description": entity_description(d),
-                "text_unit_ids": units,
-                "frequency": d["mentions"],
-                "degree": degree[k],
-            }
-        )
+        row: tuple = (k, d["hid"], title[k], d["type"], entity_description(d), units, d["mentions"], degree[k])
+        entities.append(_row("entities", *row))
     relationships = []
     for u, v, d in graph.edges(data=True):
         rid = f"e{d['hid']}"
         units = _chunk_ids(d["provenance"])
         for cid in units:
             chunk_edges[cid].append(rid)
-        relationships.append(
-            {
-                "id": rid,
-                "human_readable_id": d["hid"],
-                "source": title[u],
-                "target": title[v],
-                "description": f"{graph.nodes[u]['name']} {d['label']} {graph.nodes[v]['name']}",
-                "weight": float(d["weight"]),
-                "combined_degree": degree[u] + degree[v],
-                "text_unit_ids": units,
-            }
-        )
+        description = f"{graph.nodes[u]['name']} {d['label']} {graph.nodes[v]['name']}"
+        row = (rid, d["hid"], title[u], title[v], description, float(d["weight"]), degree[u] + degree[v], units)
+        relationships.append(_row("relationships", *row))
     chunks, sid = store.chunks(), store.source_ids()
-    text_units = [
-        {
-            "id": c.id,
-            "human_readable_id": sid[c.id],
-            "text": c.text,
-            "n_tokens": c.n_tokens,
-            "document_ids": [c.doc_id],
-            "entity_ids": chunk_entities.get(c.id, []),
-            "relationship_ids": chunk_edges.get(c.id, []),
-            "covariate_ids": [],
-        }
-        for c in chunks
-    ]
-    communities, reports = _communities(store, graph, period)
-    units_of_doc, chunks_of_doc = defaultdict(list), defaultdict(list)
+    text_units = []
     for c in chunks:
-        units_of_doc[c.doc_id].append(c.id)
+        row = (c.id, sid[c.id], c.text, c.n_tokens, [c.doc_id], chunk_entities.get(c.id, []), chunk_edges.get(c.id, []))
+        text_units.append(_row("text_units", *row, []))  # no covariates: claims are not extracted
+    communities, reports = _communities(store, graph, period)
+    chunks_of_doc = defaultdict(list)
+    for c in chunks:
         chunks_of_doc[c.doc_id].append(c)
-    documents = [
-        {
-            "id": d.id,
-            "human_readable_id": n,
-            "title": d.source,
-            "text": d.text,
-            "text_unit_ids": units_of_doc[d.id],
-            "creation_date": store.manifest.get("created"),
-            "metadata": _document_metadata(d, chunks_of_doc[d.id]),
-        }
-        for n, d in enumerate(store.documents())
-    ]
-    return {
-        "entities": entities,
-        "relationships": relationships,
-        "text_units": text_units,
-        "communities": communities,
-        "community_reports": reports,
-        "documents": documents,
-    }
+    documents = []
+    for n, doc in enumerate(store.documents()):
+        units = [c.id for c in chunks_of_doc[doc.id]]
+        metadata = _document_metadata(doc, chunks_of_doc[doc.id])
+        row = (doc.id, n, doc.source, doc.text, units, store.manifest.get("created"), metadata)
+        documents.append(_row("documents", *row))
+    return dict(zip(GRAPHRAG_TABLES, (entities, relationships, text_units, communities, reports, documents)))
 
 
 def _document_metadata(doc, chunks) -> str | None:
@@ -164,40 +118,15 @@ def _communities(store, graph, period) -> tuple[list[dict], list[dict]]:
     rows, report_rows = [], []
     for n, c in enumerate(coms):
         report = reports.get(c.id)
-        base = {
-            "id": c.id,
-            "human_readable_id": n,
-            "community": n,
-            "level": c.level,
-            "parent": number.get(c.parent, -1),
-            "children": [number[x] for x in c.children],
-            "title": report.title if report else f"Community {n}",
-        }
+        parent, children = number.get(c.parent, -1), [number[x] for x in c.children]
+        base = (c.id, n, n, c.level, parent, children, report.title if report else f"Community {n}")
         units = _chunk_ids(p for k in c.nodes for p in graph.nodes[k]["provenance"])
-        rows.append(
-            {
-                **base,
-                "entity_ids": list(c.nodes),
-                "text_unit_ids": units,
-                "period": period,
-                "relationship_ids": [f"e{graph.edges[e]['hid']}" for e in c.edges],
-                "size": len(c.nodes),
-            }
-        )
+        edges = [f"e{graph.edges[e]['hid']}" for e in c.edges]
+        rows.append(_row("communities", *base, list(c.nodes), edges, units, period, len(c.nodes)))
         if report:
-            report_rows.append(
-                {
-                    **base,
-                    "summary": report.summary,
-                    "full_content": report.text(),
-                    "rank": float(report.rating),
-                    "rating_explanation": report.rating_explanation,
-                    "findings": [asdict(f) for f in report.findings],
-                    "full_content_json": json.dumps(asdict(report), ensure_ascii=False),
-                    "period": period,
-                    "size": len(c.nodes),
-                }
-            )
+            findings, as_json = [asdict(f) for f in report.findings], json.dumps(asdict(report), ensure_ascii=False)
+            about = (report.summary, report.text(), float(report.rating), report.rating_explanation, findings, as_json)
+            report_rows.append(_row("community_reports", *base, *about, period, len(c.nodes)))
     return rows, report_rows
 
 

@@ -61,33 +61,19 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
     cut += f" of community {community} (the index has {graph.number_of_nodes()})" if community else ""
     home = {k: c.id for c in at_level for k in c.nodes}
     ranked = sorted(at_level, key=lambda c: -len(c.nodes))  # the largest communities get the first colours
-    number = {c.id: n for n, c in enumerate(ranked)}
+    colour = {c.id: PALETTE[n % len(PALETTE)] for n, c in enumerate(ranked)}
     docs = {d.id: d for d in store.documents()}
     nodes = []
     for k in kept:
         d = graph.nodes[k]
-        spans = []
-        for doc_id, _, start, end in d["provenance"][:_SPANS_PER_NODE]:
-            doc = docs[doc_id]
-            text, (unit, at) = doc.text, doc.unit_at(start, end) or ("", 0)
-            spans.append(
-                {  # "report.pdf, p. 12, characters 40-52": offsets within the page (row, message)
-                    "source": (Path(doc.source).name or doc_id) + (f", {unit}" if unit else ""),
-                    "start": start - at,
-                    "end": end - at,
-                    "before": _squeeze(text[max(0, start - _CONTEXT) : start]),
-                    "span": text[start:end],
-                    "after": _squeeze(text[end : end + _CONTEXT]),
-                }
-            )
-        n = number.get(home.get(k, ""), -1)
+        spans = [_span(docs[doc_id], start, end) for doc_id, _, start, end in d["provenance"][:_SPANS_PER_NODE]]
         nodes.append(
             {
                 "id": d["hid"],
                 "label": d["name"],
                 "value": degree[k],
                 "community": home.get(k),
-                "color": PALETTE[n % len(PALETTE)] if n >= 0 else "#999999",
+                "color": colour.get(home.get(k, ""), "#999999"),
                 "type": d["type"],
                 "description": entity_description(d),
                 "spans": spans,
@@ -105,20 +91,28 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
         {
             "id": c.id,
             "size": len(c.nodes),
-            "color": PALETTE[n % len(PALETTE)],
+            "color": colour[c.id],
             "title": reports[c.id].title if c.id in reports else f"Community {n}",
             "report": reports[c.id].text() if c.id in reports else "(no report for this community)",
         }
         for n, c in enumerate(ranked)
     ]
+    return dict(
+        index=str(store.path), level=level, levels=levels, cut=cut, nodes=nodes, edges=edges, communities=communities
+    )
+
+
+def _span(doc, start: int, end: int) -> dict:
+    """A mention in its document: "report.pdf, p. 12", its offsets within the page (row, message),
+    and the text around it."""
+    text, (unit, at) = doc.text, doc.unit_at(start, end) or ("", 0)
     return {
-        "index": str(store.path),
-        "level": level,
-        "levels": levels,
-        "cut": cut,
-        "nodes": nodes,
-        "edges": edges,
-        "communities": communities,
+        "source": (Path(doc.source).name or doc.id) + (f", {unit}" if unit else ""),
+        "start": start - at,
+        "end": end - at,
+        "before": _squeeze(text[max(0, start - _CONTEXT) : start]),
+        "span": text[start:end],
+        "after": _squeeze(text[end : end + _CONTEXT]),
     }
 
 

@@ -63,14 +63,6 @@ class QueryRequest(BaseModel):
     stream: bool = Field(False, description="server-sent events: queue, token..., then result (or error)")
 
 
-class Failed(Exception):
-    """A request that cannot be answered: its HTTP status and message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
@@ -94,16 +86,12 @@ def create_app(
         return _error(422, problems)
 
     @app.exception_handler(StarletteHTTPException)  # ours, and the router's own (no such path: 404)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail))
-
     @app.exception_handler(NotFound)
-    async def not_found(request: Request, exc: NotFound) -> JSONResponse:
-        return _error(404, str(exc))
-
     @app.exception_handler(TinyGraphRAGError)
-    async def refused(request: Request, exc: TinyGraphRAGError) -> JSONResponse:
-        return _error(400, str(exc))
+    async def refused(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, StarletteHTTPException):
+            return _error(exc.status_code, str(exc.detail))
+        return _error(404 if isinstance(exc, NotFound) else 400, str(exc))
 
     def served(name: str) -> ServedIndex:
         if name not in indexes:
@@ -211,16 +199,9 @@ async def _sse(first: tuple[str, dict], rest: AsyncIterator[tuple[str, dict]]) -
 
 def _search(s: ServedIndex, body: QueryRequest) -> Callable[[bool], SearchResult | StreamingResult]:
     """The engine call the request asks for (with its own settings and call counters)."""
-    base = s.engine.config
-    config = replace(base, context_tokens=body.context_tokens or base.context_tokens)
-    config = replace(
-        config,
-        global_=replace(
-            config.global_,
-            source=body.over or config.global_.source,
-            selection=body.selection or config.global_.selection,
-        ),
-    )
+    config, g = s.engine.config, s.engine.config.global_
+    global_ = replace(g, source=body.over or g.source, selection=body.selection or g.selection)
+    config = replace(config, context_tokens=body.context_tokens or config.context_tokens, global_=global_)
     engine = s.engine.configured(config)
     by_mode: dict[str, dict[str, Any]] = {"global": {"level": body.level}, "tree": {"strategy": body.strategy}}
     kwargs = by_mode.get(body.mode, {})

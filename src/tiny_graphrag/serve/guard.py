@@ -30,8 +30,7 @@ class Guard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = dict(scope["headers"])
-        problem = self.problem(scope, headers)
-        if problem is not None:
+        if (problem := self.problem(scope, headers)) is not None:
             status, message = problem
             body = json.dumps({"error": message}).encode()
             extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []

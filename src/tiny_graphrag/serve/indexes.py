@@ -103,7 +103,7 @@ class ServedIndex:
     def entity(self, key: str) -> dict:
         """An entity: its description, where it is mentioned, its communities, reports and neighbours."""
         index = self.engine.index
-        d = index.graph.nodes[key]
+        graph, d = index.graph, index.graph.nodes[key]
         mentions = [
             {"source": index.sid_of.get(chunk_id), "doc_id": doc_id, "start": start, "end": end}
             for doc_id, chunk_id, start, end in d["provenance"][:MENTIONS]
@@ -120,22 +120,15 @@ class ServedIndex:
             "mentions": mentions,
             "more_mentions": max(0, len(d["provenance"]) - MENTIONS),
             "communities": communities,
-            "relations": [e for e in self.edges_of(key)][:50],
+            "relations": [
+                {"from": graph.nodes[u]["hid"], "to": graph.nodes[v]["hid"], "label": d["label"], "weight": d["weight"]}
+                for u, v, d in [*graph.out_edges(key, data=True), *graph.in_edges(key, data=True)][:50]
+            ],
         }
 
     def node(self, key: str) -> dict:
         d = self.engine.index.graph.nodes[key]
         return {"id": d["hid"], "key": key, "name": d["name"], "type": d["type"], "color": self.colour.get(key, "#999")}
-
-    def edges_of(self, key: str):
-        graph = self.engine.index.graph
-        for u, v, d in list(graph.out_edges(key, data=True)) + list(graph.in_edges(key, data=True)):
-            yield {
-                "from": graph.nodes[u]["hid"],
-                "to": graph.nodes[v]["hid"],
-                "label": d["label"],
-                "weight": d["weight"],
-            }
 
     def neighbourhood(self, hids: Sequence[int], sids: Sequence[int] = ()) -> dict:
         """The entities of `hids` and those mentioned in the sources `sids`, their neighbours (the
@@ -160,22 +153,11 @@ class ServedIndex:
     # ---- communities and reports --------------------------------------------------------------
     def communities(self) -> list[dict]:
         reports = self.engine.index.reports_by_community
-        out = []
-        for c in sorted(self.engine.index.communities, key=lambda c: (c.level, -len(c.nodes), c.id)):
-            r = reports.get(c.id)
-            out.append(
-                {
-                    "id": c.id,
-                    "level": c.level,
-                    "size": len(c.nodes),
-                    "parent": c.parent,
-                    "children": list(c.children),
-                    "title": r.title if r else None,
-                    "rating": r.rating if r else None,
-                    "summary": r.summary if r else None,
-                }
-            )
-        return out
+        return [
+            {"id": c.id, "level": c.level, "size": len(c.nodes), "parent": c.parent, "children": list(c.children)}
+            | {k: getattr(reports.get(c.id), k, None) for k in ("title", "rating", "summary")}  # None: no report
+            for c in sorted(self.engine.index.communities, key=lambda c: (c.level, -len(c.nodes), c.id))
+        ]
 
     def report(self, community_id: str) -> dict:
         index = self.engine.index
