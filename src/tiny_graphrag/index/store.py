@@ -17,7 +17,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -347,17 +347,15 @@ class IndexStore:
 
     def _unknown_ids(self, name: str, row_ids: list[str]) -> list[str]:
         """Vector ids with no record of their kind (a search would fail on them far from the cause)."""
-        known: set[str] | None = None
-        if name == "chunks":
-            known = set(self.source_ids())
-        elif name == "reports":
-            known = {r[0] for r in self._db.execute("SELECT community_id FROM reports")}
-        elif name == "entities":
-            known = set(self.graph().nodes)
-        elif name == "tree":
-            known = set(self.source_ids()) | {n.id for n in self.tree()}
-        if known is None:
+        kinds: dict[str, Callable[[], set[str]]] = {
+            "chunks": lambda: set(self.source_ids()),
+            "reports": lambda: {r[0] for r in self._db.execute("SELECT community_id FROM reports")},
+            "entities": lambda: set(self.graph().nodes),
+            "tree": lambda: set(self.source_ids()) | {n.id for n in self.tree()},
+        }
+        if name not in kinds:
             return []
+        known = kinds[name]()
         return [i for i in row_ids if not isinstance(i, str) or i not in known]
 
     def has_vectors(self, name: str) -> bool:
