@@ -117,13 +117,7 @@ def merges(graph: nx.MultiDiGraph) -> list[Merge]:
 
 
 def _as_merge(record: dict[str, Any]) -> Merge:
-    return Merge(
-        alias=record["alias"],
-        canonical=record["canonical"],
-        type=record["type"],
-        reason=record["reason"],
-        score=record["score"],
-    )
+    return Merge(*(record[k] for k in ("alias", "canonical", "type", "reason", "score")))
 
 
 def _undo_record(graph: nx.MultiDiGraph, record: dict[str, Any]) -> None:

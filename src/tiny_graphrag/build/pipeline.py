@@ -1,7 +1,8 @@
-"""The indexing pipeline: one function that runs the stages, with progress, caching and resume.
+"""The indexing pipeline: `build_index` runs the stages below in order, with progress, caching and resume.
 
-documents -> chunks -> extractions -> graph (+ alias resolution) -> embeddings -> communities
--> reports. Everything is written into a temporary directory that is moved into place only when
+documents -> chunks -> (models) -> extractions -> graph (+ alias resolution) -> embeddings
+-> communities -> reports -> tree -> manifest. Each stage is a plain function of the `Build` it
+belongs to. Everything is written into a temporary directory that is moved into place only when
 complete; model calls (extraction per chunk, LLM reports) are cached in the index's own cache
 folder beside it (`.NAME.cache/`, or `BuildConfig.cache_dir`), so a rerun after a crash or
 Ctrl-C redoes no finished call.
@@ -14,11 +15,11 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, closing, contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiny_graphrag.backends.embed import CachedEmbedder, Embedder, TextEmbedder, document_title, titled
 from tiny_graphrag.backends.files import choose_device
@@ -45,24 +46,16 @@ from tiny_graphrag.index.placement import (
     staging_dir,
 )
 from tiny_graphrag.index.store import IndexStore
-from tiny_graphrag.records import Chunk
+from tiny_graphrag.records import Chunk, Community, Document, Extraction, Report
 from tiny_graphrag.reports.communities import hierarchical_communities
 from tiny_graphrag.reports.context import SourceText
 from tiny_graphrag.reports.generate import generate_reports
 from tiny_graphrag.schema import Schema
 
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
+
 log = logging.getLogger(__name__)
-
-
-@contextmanager
-def _stage(seconds: dict[str, float], name: str) -> Iterator[None]:
-    log.info("stage %s ...", name)
-    t0 = time.perf_counter()
-    try:
-        yield
-    finally:
-        seconds[name] = round(time.perf_counter() - t0, 3)
-        log.info("stage %s done in %.1fs", name, seconds[name])
 
 
 def build_index(
@@ -119,9 +112,8 @@ def build_index(
         )
         tmp = staging_dir(out_dir)
         try:
-            summary = _run(
-                inputs, tmp, schema, config, cache, extractor, embedder, llm, progress, previous, sync, executor
-            )
+            b = Build(schema, config, cache, IndexStore.create(tmp), previous, sync, progress, executor)
+            summary = _run(b, inputs, extractor, embedder, llm)
             publish(tmp, out_dir, force=force)
         except BaseException as exc:  # Ctrl-C included: never leave a half-written index behind
             shutil.rmtree(tmp, ignore_errors=True)
@@ -146,197 +138,258 @@ def _resolve_schema(
     return Schema.load(schema)
 
 
+@dataclass
+class Build:
+    """One build: what every stage reads (settings, the store being written, the index an update
+    starts from, the corpus once read) and what the stages add up for the summary."""
+
+    schema: Schema
+    config: BuildConfig
+    cache: CallCache
+    store: IndexStore  # in the staging folder
+    previous: IndexStore | None  # the index an update starts from (None: a fresh build)
+    sync: bool
+    progress: bool
+    executor: Executor | None
+    docs: list[Document] = field(default_factory=list)  # set by read_documents
+    skipped: tuple[str, ...] = ()  # files in the input folders of formats not read
+    chunks: list[Chunk] = field(default_factory=list)  # set by chunk
+    seconds: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        log.info("stage %s ...", name)
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.perf_counter() - t0, 3)
+            log.info("stage %s done in %.1fs", name, self.seconds[name])
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        log.warning(message)
+
+
+@dataclass(frozen=True)
+class Models:
+    """The build's models, each behind the call cache, and the settings they make up."""
+
+    extractor: Extractor
+    embedder: CachedEmbedder
+    llm: CachedLLM | None  # when reports or a tree need one
+    llm_info: dict[str, Any] | None  # its name, fingerprint and n_ctx, for the manifest
+    settings: dict[str, Any]
+    chunk_text: Callable[[Chunk], str]  # what is embedded for a chunk
+
+
 def _run(
+    b: Build,
     inputs: Input | Sequence[Input] | LoadedInputs,
-    tmp: Path,
-    schema: Schema,
-    config: BuildConfig,
-    cache: CallCache,
     extractor: Extractor | None,
     embedder: TextEmbedder | None,
     llm: LLM | None,
-    progress: bool,
-    previous: IndexStore | None,
-    sync: bool,
-    executor: Executor | None,
 ) -> BuildSummary:
-    seconds: dict[str, float] = {}
-    warnings: list[str] = []
-    calls: dict[str, int] = {}
+    read_documents(b, inputs)
+    chunk(b)
+    models = load_models(b, extractor, embedder, llm)
+    with b.stage("extract"):
+        extractions = extract_cached(models.extractor, b.chunks, b.cache, b.calls, b.progress, b.executor)
+    graph = make_graph(b, models, extractions)
+    embed(b, models, graph)
+    with b.stage("communities"):
+        communities = hierarchical_communities(graph, b.config.communities)
+        b.store.save_communities(communities)
+    reports = write_reports(b, models, graph, communities)
+    tree = make_tree(b, models)
+    b.calls["embedding"], b.calls["embedding_cached"] = models.embedder.calls, models.embedder.cache_hits
+    with b.stage("save"):  # the graph, then the manifest last: the index is complete
+        b.store.save_graph(graph)
+        summary = summarize(b, graph, communities, reports)
+        write_manifest(b, models, summary, tree)
+        b.store.close()
+    return summary  # its seconds_per_stage is `b.seconds`, which now holds the "save" stage too
 
-    with _stage(seconds, "read"):
-        known = previous.documents() if previous is not None else []
-        loaded = inputs if isinstance(inputs, LoadedInputs) else collect_documents(inputs, config.documents, known)
-        docs = loaded.documents
-        if previous is not None:  # an update: the index's documents with the inputs' changes
-            update = plan(known, docs, sync=sync, unread=loaded.failed)
-            docs = update.documents
-            log.info(
-                "update: %d document(s) to add, %d to remove, %d already indexed",
-                len(update.added),
-                len(update.removed),
-                len(update.already_indexed),
-            )
-    warnings += loaded.notes  # unread files, pages without text, the formats skipped
-    with _stage(seconds, "chunk"):
-        chunks = chunk_documents(docs, config.chunking)
-    if not chunks:
+
+def read_documents(b: Build, inputs: Input | Sequence[Input] | LoadedInputs) -> None:
+    """The documents to index; for an update, the index's documents with the inputs' changes."""
+    with b.stage("read"):
+        known = b.previous.documents() if b.previous is not None else []
+        loaded = inputs if isinstance(inputs, LoadedInputs) else collect_documents(inputs, b.config.documents, known)
+        b.docs, b.skipped = loaded.documents, loaded.skipped
+        if b.previous is not None:
+            update = plan(known, loaded.documents, sync=b.sync, unread=loaded.failed)
+            b.docs = update.documents
+            counts = map(len, (update.added, update.removed, update.already_indexed))
+            log.info("update: %d document(s) to add, %d to remove, %d already indexed", *counts)
+    b.warnings += loaded.notes  # unread files, pages without text, the formats skipped: logged as read
+
+
+def chunk(b: Build) -> None:
+    with b.stage("chunk"):
+        b.chunks = chunk_documents(b.docs, b.config.chunking)
+    if not b.chunks:
         raise InputError("the inputs contain no text to index (only whitespace or punctuation)")
+    b.store.add_documents(b.docs)
+    b.store.add_chunks(b.chunks)
 
-    store = IndexStore.create(tmp)
-    store.add_documents(docs)
-    store.add_chunks(chunks)
 
-    if previous is not None:  # schema and config first: a difference is named before any model loads
-        check_settings(
-            previous.manifest["settings"],
-            settings(schema.to_dict(), config, {}, {}, None),
-            str(previous.path),
-            only=("schema.", "config."),
-        )
+def load_models(b: Build, extractor: Extractor | None, embedder: TextEmbedder | None, llm: LLM | None) -> Models:
+    """The given models, or those of the config, loaded before any model call: a missing model, or a
+    setting an update's index does not share, fails now rather than after hours of extraction."""
+    config = b.config
+    if b.previous is not None:  # schema and config first: a difference is named before any model loads
+        check_settings(b.previous, settings(b.schema.to_dict(), config, {}, {}, None), only=("schema.", "config."))
     if extractor is None:
         ex_config = config.extraction
-        if schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
-            ex_config = replace(ex_config, spacy_label_map=dict(schema.spacy_labels))
-        extractor = make_extractor(schema, ex_config, models_dir=config.models_dir)
-    cached: CachedLLM | None = None  # the LLM behind the call cache, when reports or a tree need one
+        if b.schema.spacy_labels and ex_config.spacy_label_map is None:  # the schema file's [spacy_labels]
+            ex_config = replace(ex_config, spacy_label_map=dict(b.schema.spacy_labels))
+        extractor = make_extractor(b.schema, ex_config, models_dir=config.models_dir)
+    cached: CachedLLM | None = None
     if config.reports or config.tree.enabled:
         # Load the report model now: a missing or broken GGUF must fail before hours of extraction.
         if llm is None:
-            cached = open_llm(config.llm, models_dir=config.models_dir, cache=cache)
+            cached = open_llm(config.llm, models_dir=config.models_dir, cache=b.cache)
         else:  # a bare backend: cached and counted like the configured model
-            cached = llm if isinstance(llm, CachedLLM) else CachedLLM(llm, cache)
+            cached = llm if isinstance(llm, CachedLLM) else CachedLLM(llm, b.cache)
     if config.tree.enabled:
         from tiny_graphrag.build.tree_cluster import require_libraries
 
         require_libraries()  # a missing umap-learn fails now, not after the extraction
     if embedder is None:
         embedder = Embedder(config.embedder_model, models_dir=config.models_dir, device=config.extraction.device)
-    title = {d.id: d.metadata.get("title") or document_title(d.source) for d in docs}
+    title = {d.id: d.metadata.get("title") or document_title(d.source) for d in b.docs}
 
-    def chunk_text(c: Chunk) -> str:  # what is embedded for a chunk
+    def chunk_text(c: Chunk) -> str:
         return titled(c.text, title[c.doc_id])
 
-    if executor is not None:  # before extraction: the executor may embed the chunks as it extracts them
-        embedder = executor.embedder(embedder, chunk_text)
-    embedder = CachedEmbedder(embedder, cache)  # an update embeds only new texts
+    if b.executor is not None:  # before extraction: the executor may embed the chunks as it extracts them
+        embedder = b.executor.embedder(embedder, chunk_text)
+    cached_embedder = CachedEmbedder(embedder, b.cache)  # an update embeds only new texts
     llm_info = (
-        {"name": cached.name, "fingerprint": cached.fingerprint, "n_ctx": cached.n_ctx} if cached is not None else None
+        None if cached is None else {"name": cached.name, "fingerprint": cached.fingerprint, "n_ctx": cached.n_ctx}
     )
-    current = settings(schema.to_dict(), config, extractor.describe(), embedder.describe(), llm_info)
-    if previous is not None:  # before any model call: an index never mixes two settings
-        check_settings(previous.manifest["settings"], current, str(previous.path))
+    current = settings(b.schema.to_dict(), config, extractor.describe(), cached_embedder.describe(), llm_info)
+    if b.previous is not None:  # before any model call: an index never mixes two settings
+        check_settings(b.previous, current)
+    return Models(extractor, cached_embedder, cached, llm_info, current, chunk_text)
 
-    with _stage(seconds, "extract"):
-        extractions = extract_cached(extractor, chunks, cache, calls, progress, executor)
 
-    with _stage(seconds, "graph"):
-        graph = build_graph(chunks, extractions, schema)
-        merges = resolve_aliases(graph, embed=embedder.embed, config=config.resolution)
+def make_graph(b: Build, models: Models, extractions: list[Extraction]) -> nx.MultiDiGraph[str]:
+    with b.stage("graph"):
+        graph = build_graph(b.chunks, extractions, b.schema)
+        resolve_aliases(graph, embed=models.embedder.embed, config=b.config.resolution)  # recorded in the graph
     if graph.number_of_nodes() == 0:
-        warnings.append(
+        b.warn(
             "no entities were found: the graph is empty, so there are no communities or reports; "
             "naive search still works. Check the schema's entity types and the extraction threshold."
         )
     elif graph.number_of_edges() == 0:
-        warnings.append("no relations were found: communities are single entities; check relation types/threshold")
+        b.warn("no relations were found: communities are single entities; check relation types/threshold")
+    return graph
 
-    with _stage(seconds, "embed"):  # no bar: sentence-transformers' "Batches" bars would nest in the build's
-        store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([chunk_text(c) for c in chunks]))
+
+def embed(b: Build, models: Models, graph: nx.MultiDiGraph[str]) -> None:
+    with b.stage("embed"):  # no bar: sentence-transformers' "Batches" bars would nest in the build's
+        chunks = models.embedder.embed([models.chunk_text(c) for c in b.chunks])
+        b.store.save_vectors("chunks", [c.id for c in b.chunks], chunks)
         keys = list(graph.nodes)
-        store.save_vectors("entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys]))
-
-    with _stage(seconds, "communities"):
-        communities = hierarchical_communities(graph, config.communities)
-        store.save_communities(communities)
-
-    reports = []
-    if config.reports and communities and cached is not None:
-        calls_before, hits_before = cached.calls, cached.cache_hits
-        with _stage(seconds, "reports"):
-            # With the chunk's start, report snippets are cut at the exact document-level spans.
-            starts = {c.id: c.start for c in chunks}
-            sources = {cid: SourceText(sid, text, starts[cid]) for cid, (sid, text) in store.sources().items()}
-            reports = generate_reports(
-                graph,
-                communities,
-                sources,
-                cached,
-                max_report_tokens=config.llm.max_report_tokens,
-                max_context_tokens=config.llm.report_context_tokens,
-                min_size=config.llm.report_min_size,
-                progress=progress,
-            )
-            store.save_reports(reports)
-            store.save_vectors(
-                "reports", [r.community_id for r in reports], embedder.embed([r.text() for r in reports])
-            )
-        calls["llm"] = cached.calls - calls_before
-        calls["llm_cached"] = cached.cache_hits - hits_before
-    elif config.reports:
-        store.save_vectors("reports", [], embedder.embed([]))
-
-    tree_info: dict[str, Any] | None = None
-    if config.tree.enabled and cached is not None:
-        from tiny_graphrag.build.tree import tree_stage  # imports umap-learn and scikit-learn only when a tree is built
-
-        with _stage(seconds, "tree"):  # an update re-summarizes only clusters whose text is new (call cache)
-            tree_info = tree_stage(store, chunks, cached, embedder, config.tree, progress=progress)
-        calls["tree_llm"], calls["tree_llm_cached"] = tree_info["llm_calls"], tree_info["llm_cached"]
-        if tree_info["note"]:
-            warnings.append(tree_info["note"])
-
-    calls["embedding"], calls["embedding_cached"] = embedder.calls, embedder.cache_hits
-    with _stage(seconds, "save"):
-        store.save_graph(graph)
-        summary = BuildSummary(
-            documents=len(docs),
-            chunks=len(chunks),
-            entities_per_type=dict(Counter(d.get("type", "?") for _, d in graph.nodes(data=True))),
-            relations_per_label=dict(
-                Counter(str(d.get("label", k)) for _, _, k, d in graph.edges(keys=True, data=True))
-            ),
-            merged_aliases=len(merges),
-            dropped_relations=dict(graph.graph.get("dropped_relations", {})),
-            communities_per_level=dict(sorted(Counter(c.level for c in communities).items())),
-            reports=len(reports),
-            seconds_per_stage=seconds,
-            model_calls=calls,
-            warnings=tuple(warnings),
-            skipped_files=loaded.skipped,
-            fallback_reports=sum(1 for r in reports if r.fallback),
-            changes=changes(previous, store, calls) if previous is not None else None,
-        )
-        store.write_manifest(
-            {
-                "library_version": VERSION,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "schema": schema.to_dict(),
-                "config": asdict(config),
-                "extractor": extractor.describe(),
-                "embedder": embedder.describe(),
-                "llm": llm_info,
-                "tree": tree_info,  # None: built without a tree (`--tree` builds one)
-                "settings": current,
-                "documents": [{"id": d.id, "source": d.source, "chars": len(d.text)} for d in docs],
-                "counts": {
-                    "documents": len(docs),
-                    "chunks": len(chunks),
-                    "entities": graph.number_of_nodes(),
-                    "relations": graph.number_of_edges(),
-                    "communities": len(communities),
-                    "reports": len(reports),
-                },
-                "summary": summary.to_dict(),
-            }
-        )
-        store.close()
-    for w in warnings[len(loaded.notes) :]:  # the inputs' notes were logged as they were read
-        log.warning(w)
-    return summary  # its seconds_per_stage is `seconds`, which now holds the "save" stage too
+        b.store.save_vectors("entities", keys, models.embedder.embed([entity_text(graph.nodes[k]) for k in keys]))
 
 
 def entity_text(data: Mapping[str, Any]) -> str:
     aliases = [a for a in data.get("aliases", []) if a != data.get("name")][:3]
     extra = f"; also: {', '.join(aliases)}" if aliases else ""
     return f"{data.get('name', '')} ({data.get('type', '')}){extra}"
+
+
+def write_reports(b: Build, models: Models, graph: nx.MultiDiGraph[str], communities: list[Community]) -> list[Report]:
+    if not b.config.reports:
+        return []
+    llm = models.llm
+    if not communities or llm is None:
+        b.store.save_vectors("reports", [], models.embedder.embed([]))
+        return []
+    calls, hits = llm.calls, llm.cache_hits
+    with b.stage("reports"):
+        # With the chunk's start, report snippets are cut at the exact document-level spans.
+        starts = {c.id: c.start for c in b.chunks}
+        sources = {cid: SourceText(sid, text, starts[cid]) for cid, (sid, text) in b.store.sources().items()}
+        reports = generate_reports(
+            graph,
+            communities,
+            sources,
+            llm,
+            max_report_tokens=b.config.llm.max_report_tokens,
+            max_context_tokens=b.config.llm.report_context_tokens,
+            min_size=b.config.llm.report_min_size,
+            progress=b.progress,
+        )
+        b.store.save_reports(reports)
+        vectors = models.embedder.embed([r.text() for r in reports])
+        b.store.save_vectors("reports", [r.community_id for r in reports], vectors)
+    b.calls["llm"], b.calls["llm_cached"] = llm.calls - calls, llm.cache_hits - hits
+    return reports
+
+
+def make_tree(b: Build, models: Models) -> dict[str, Any] | None:
+    """The RAPTOR tree's description for the manifest; None: built without a tree (`--tree` builds one)."""
+    if not b.config.tree.enabled or models.llm is None:
+        return None
+    from tiny_graphrag.build.tree import tree_stage  # imports umap-learn and scikit-learn only when a tree is built
+
+    with b.stage("tree"):  # an update re-summarizes only clusters whose text is new (call cache)
+        info = tree_stage(b.store, b.chunks, models.llm, models.embedder, b.config.tree, progress=b.progress)
+    b.calls["tree_llm"], b.calls["tree_llm_cached"] = info["llm_calls"], info["llm_cached"]
+    if info["note"]:
+        b.warn(info["note"])
+    return info
+
+
+def summarize(
+    b: Build, graph: nx.MultiDiGraph[str], communities: list[Community], reports: list[Report]
+) -> BuildSummary:
+    return BuildSummary(
+        documents=len(b.docs),
+        chunks=len(b.chunks),
+        entities_per_type=dict(Counter(d.get("type", "?") for _, d in graph.nodes(data=True))),
+        relations_per_label=dict(Counter(str(d.get("label", k)) for _, _, k, d in graph.edges(keys=True, data=True))),
+        merged_aliases=len(graph.graph.get("merges", [])),
+        dropped_relations=dict(graph.graph.get("dropped_relations", {})),
+        communities_per_level=dict(sorted(Counter(c.level for c in communities).items())),
+        reports=len(reports),
+        seconds_per_stage=b.seconds,
+        model_calls=b.calls,
+        warnings=tuple(b.warnings),
+        skipped_files=b.skipped,
+        fallback_reports=sum(1 for r in reports if r.fallback),
+        changes=changes(b.previous, b.store, b.calls) if b.previous is not None else None,
+    )
+
+
+def write_manifest(b: Build, models: Models, summary: BuildSummary, tree: dict[str, Any] | None) -> None:
+    b.store.write_manifest(
+        {
+            "library_version": VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "schema": b.schema.to_dict(),
+            "config": asdict(b.config),
+            "extractor": models.extractor.describe(),
+            "embedder": models.embedder.describe(),
+            "llm": models.llm_info,
+            "tree": tree,  # None: built without a tree (`--tree` builds one)
+            "settings": models.settings,
+            "documents": [{"id": d.id, "source": d.source, "chars": len(d.text)} for d in b.docs],
+            "counts": {
+                "documents": summary.documents,
+                "chunks": summary.chunks,
+                "entities": sum(summary.entities_per_type.values()),
+                "relations": sum(summary.relations_per_label.values()),
+                "communities": sum(summary.communities_per_level.values()),
+                "reports": summary.reports,
+            },
+            "summary": summary.to_dict(),
+        }
+    )

@@ -19,7 +19,8 @@ from typing import Any
 
 from tiny_graphrag.build.documents import RAW_TEXT
 from tiny_graphrag.errors import ConfigError, IndexFormatError
-from tiny_graphrag.index.store import FORMAT_VERSION, IndexStore
+from tiny_graphrag.index.manifest import FORMAT_VERSION
+from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.records import Document
 
 # Config fields that say where or how fast something runs, not what is built: they may differ
@@ -96,17 +97,16 @@ def settings(
     return {k: v for k, v in flat.items() if k.rsplit(".", 1)[-1] != "path"}
 
 
-def check_settings(
-    index: Mapping[str, Any], given: Mapping[str, Any], where: str, only: tuple[str, ...] = ("",)
-) -> None:
+def check_settings(index: IndexStore, given: Mapping[str, Any], only: tuple[str, ...] = ("",)) -> None:
     """Refuse an update whose settings (those starting with one of `only`) differ from the index's,
     naming each difference."""
-    diff = [k for k in sorted(set(index) | set(given)) if k.startswith(only) and index.get(k) != given.get(k)]
+    held = index.manifest["settings"]
+    diff = [k for k in sorted(set(held) | set(given)) if k.startswith(only) and held.get(k) != given.get(k)]
     if diff:
-        shown = "; ".join(f"{k}: index has {index.get(k)!r}, given {given.get(k)!r}" for k in diff[:5])
+        shown = "; ".join(f"{k}: index has {held.get(k)!r}, given {given.get(k)!r}" for k in diff[:5])
         more = f" (and {len(diff) - 5} more)" if len(diff) > 5 else ""
         raise ConfigError(
-            f"the index {where} was built with other settings, so it cannot be updated with these: {shown}{more}. "
+            f"the index {index.path} was built with other settings, so it cannot be updated with these: {shown}{more}. "
             "Use the index's settings, or rebuild it from scratch with the new ones (--force, or force=True)"
         )
 

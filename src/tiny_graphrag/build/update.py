@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tiny_graphrag.build.documents import Input, LoadedInputs, collect_documents, input_paths
 from tiny_graphrag.build.pipeline import build_index
 from tiny_graphrag.build.result import BuildResult, BuildSummary
+from tiny_graphrag.build.sync import plan
 from tiny_graphrag.config import BuildConfig, from_dict
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.index.manifest import manifest_field
@@ -62,23 +63,22 @@ class Index(IndexStore):
     def add(self, items: Items, *, progress: bool = False, **models: Any) -> BuildResult:
         """Index new files, directories or texts; a file whose content changed is re-indexed.
         Inputs already indexed are a no-op (logged)."""
-        loaded = self._collect(items)
-        known = {d.id for d in self.documents()}
-        for doc in loaded.documents:
-            if doc.id in known:
-                log.info("%s is already indexed: nothing to do for it", doc.source)
-        if all(d.id in known for d in loaded.documents):
+        check_output(self.path, input_paths(items))  # an input inside the index would be replaced with it
+        known = self.documents()
+        loaded = collect_documents(items, config_from_manifest(self.manifest).documents, known)
+        change = plan(known, loaded.documents, sync=False)
+        for source in change.already_indexed:
+            log.info("%s is already indexed: nothing to do for it", source)
+        if not change.added:
             log.info("nothing to add: every input is already in %s", self.path)
             return BuildResult(self.path, _unchanged(self))
         return self._update(loaded, sync=False, progress=progress, **models)
 
     def remove(self, documents: str | Sequence[str], *, progress: bool = False, **models: Any) -> BuildResult:
         """Remove documents, named by id or by source (the path they were indexed from)."""
-        if isinstance(documents, str):
-            documents = [documents]
         docs = self.documents()
         gone: set[str] = set()
-        for name in documents:
+        for name in [documents] if isinstance(documents, str) else documents:
             match = [d.id for d in docs if name in (d.id, d.source) or _same_file(name, d.source)]
             if not match:
                 raise InputError(
@@ -96,27 +96,16 @@ class Index(IndexStore):
 
     def sync(self, items: Items, *, remove_missing: bool = True, progress: bool = False, **models: Any) -> BuildResult:
         """Make the index hold exactly `items` (with `remove_missing=False`: add and re-index only)."""
-        return self._update(self._collect(items), sync=remove_missing, progress=progress, **models)
+        return self._update(items, sync=remove_missing, progress=progress, **models)
 
-    def _collect(self, items: Items) -> LoadedInputs:
-        """The documents of `items`; inputs inside the index would be replaced with it: refused, as by build."""
-        check_output(self.path, input_paths(items))
-        return collect_documents(items, config_from_manifest(self.manifest).documents, self.documents())
-
-    def _update(self, loaded: LoadedInputs, *, sync: bool, progress: bool, **models: Any) -> BuildResult:
-        manifest = self.manifest
-        result = build_index(
-            loaded,
-            self.path,
-            schema=Schema.from_dict(manifest_field(manifest, "schema", self.path)),
-            config=config_from_manifest(manifest),
-            progress=progress,
-            sync=sync,
-            **models,
-        )
-        fresh = IndexStore.open(self.path)  # read the new version: the old connection reads the replaced files
-        self.close()
-        self.__dict__.update(fresh.__dict__)
+    def _update(self, inputs: Items | LoadedInputs, *, sync: bool, progress: bool, **models: Any) -> BuildResult:
+        """The one way add, remove and sync change the index: `build_index` of the inputs into it, with
+        its own schema and config (the same as `build_index(..., sync=)`); then this handle reads the
+        version that published."""
+        schema = Schema.from_dict(manifest_field(self.manifest, "schema", self.path))
+        config = config_from_manifest(self.manifest)
+        result = build_index(inputs, self.path, schema=schema, config=config, progress=progress, sync=sync, **models)
+        self.reload()
         return result
 
 

@@ -28,8 +28,9 @@ from typing import IO, Any
 from tiny_graphrag.errors import OutputError, TinyGraphRAGError
 
 MANIFEST = "manifest.json"
-# What a build writes (store.py's layout); an unfinished index holds only these.
-INDEX_FILES = {MANIFEST, "graph.pkl", "index.sqlite", "index.sqlite-journal", "vectors", "manifest.json.tmp"}
+GRAPH, DATABASE, VECTORS = "graph.pkl", "index.sqlite", "vectors"  # the index's files (store.py's layout)
+# What a build writes; an unfinished index holds only these.
+INDEX_FILES = {MANIFEST, GRAPH, DATABASE, f"{DATABASE}-journal", VECTORS, f"{MANIFEST}.tmp"}
 STAGING_MARKER = ".tiny-graphrag-staging"
 
 

@@ -17,7 +17,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,20 +25,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from tiny_graphrag.errors import IndexFormatError
-from tiny_graphrag.index.manifest import check_manifest, sha256_file
-from tiny_graphrag.index.metadata import chunk_ids_where, document_from_row, info_json, metadata_keys, where_sql
-from tiny_graphrag.index.placement import MANIFEST, STAGING_MARKER, is_unfinished_index
+from tiny_graphrag.index.manifest import FORMAT_VERSION, read_manifest, sha256_file
+from tiny_graphrag.index.placement import DATABASE, GRAPH, MANIFEST, STAGING_MARKER, VECTORS
 from tiny_graphrag.records import Chunk, Community, Document, Finding, Report, TreeNode, short_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
-
-# 2: content-derived citation ids (hids, sids) and the build settings an update checks (issue 14).
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # a version-1 index is queried as before, only not updated
-GRAPH = "graph.pkl"
-DATABASE = "index.sqlite"
-VECTORS = "vectors"
 
 _SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -61,20 +53,48 @@ CREATE TABLE IF NOT EXISTS tree_nodes (id TEXT PRIMARY KEY, layer INTEGER NOT NU
 
 _FTS_TOKEN = re.compile(r"\w+")
 
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path / DATABASE, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    try:  # a database file whose hash was recomputed after tampering: refused now, not mid-query
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise IndexFormatError(
+            f"{path / DATABASE} is not a readable SQLite database ({exc}): the index is damaged. "
+            "Rebuild it with `tiny-graphrag build ... --force`"
+        ) from exc
+    return db
+
+
+def _info_json(d: Document) -> str | None:
+    """What the index keeps of a document besides its text: units, metadata and the file's sha256
+    (JSON in `documents.info`); None for plain text (as before they existed)."""
+    info = {"units": [list(u) for u in d.units], "metadata": dict(d.metadata), "sha256": d.file_sha256}
+    return json.dumps({k: v for k, v in info.items() if v}, ensure_ascii=False) if any(info.values()) else None
+
+
+def _where_sql(where: Mapping[str, str] | None) -> tuple[str, list[str]]:
+    """ " AND ..." conditions on the documents table `d` (and their arguments) for key=value filters on
+    the metadata, in SQL (SQLite's JSON functions) so that no document is loaded for them."""
+    items = sorted((where or {}).items())
+    args = [a for k, v in items for a in (f'$.metadata."{k}"', str(v))]
+    return "".join(" AND json_extract(d.info, ?) = ?" for _ in items), args
+
+
 S = TypeVar("S", bound="IndexStore")  # `Index.open` gives an Index
 
 
 class IndexStore:
     """Read (and, while building, write) access to one index directory."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], manifest: dict[str, Any] | None = None):
         self.path = Path(path)
-        self._manifest: dict[str, Any] | None = None
-        self._db = sqlite3.connect(self.path / DATABASE, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
+        self._manifest = manifest
         self._graph: nx.MultiDiGraph[str] | None = None
+        self._db = _connect(self.path)
 
-    # ---- opening ------------------------------------------------------------------------
     @classmethod
     def create(cls: type[S], path: str | os.PathLike[str]) -> S:
         (Path(path) / VECTORS).mkdir(parents=True, exist_ok=True)
@@ -85,60 +105,13 @@ class IndexStore:
     @classmethod
     def open(cls: type[S], path: str | os.PathLike[str]) -> S:
         """Open a complete index, or raise IndexFormatError saying what is wrong and the fix."""
-        path = Path(path)
-        if not path.is_dir():
-            raise IndexFormatError(
-                f"no index at {path}"
-                + (" (it is a file)" if path.exists() else "")
-                + ": give the folder a build wrote, or build one with `tiny-graphrag build FILE... --out DIR`"
-            )
-        manifest_path = path / MANIFEST
-        if not manifest_path.is_file():
-            if is_unfinished_index(path):
-                raise IndexFormatError(
-                    f"{path} is not a complete index (no {MANIFEST}): its build did not finish. Rerun the "
-                    f"build with `--out {path} --force`"
-                )
-            raise IndexFormatError(
-                f"{path} is not a tiny-graphrag index (no {MANIFEST}): give the folder a build wrote with --out"
-            )
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-            if not isinstance(manifest, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as exc:  # UnicodeDecodeError included
-            raise IndexFormatError(f"{manifest_path} is corrupt ({exc}); rebuild the index") from exc
-        version = manifest.get("format_version")
-        if version not in READABLE_VERSIONS:
-            raise IndexFormatError(
-                f"index {path} has format version {version}, this tiny-graphrag reads version "
-                f"{FORMAT_VERSION}: rebuild it with `tiny-graphrag build` (or use the library version "
-                f"{manifest.get('library_version', '?')} that built it)"
-            )
-        check_manifest(manifest, manifest_path)
-        files = manifest.get("files", {})
-        if DATABASE not in files:
-            raise IndexFormatError(f"{manifest_path} lists no {DATABASE}: it is damaged; rebuild the index")
-        # Every file is checked now, so a damaged index is refused before any query reads it.
-        for name, digest in files.items():
-            if not (path / name).is_file():
-                raise IndexFormatError(f"index {path} is incomplete: {name} is missing; rebuild the index")
-            if sha256_file(path / name) != digest:
-                raise IndexFormatError(
-                    f"{path / name} does not match the hash in {MANIFEST}: it was modified or damaged after "
-                    "the build. Rebuild the index with `tiny-graphrag build`"
-                )
-        store = cls(path)
-        store._manifest = manifest
-        try:  # a database file whose hash was recomputed after tampering: refused now, not mid-query
-            store._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.DatabaseError as exc:
-            store.close()
-            raise IndexFormatError(
-                f"{path / DATABASE} is not a readable SQLite database ({exc}): the index is damaged. "
-                "Rebuild it with `tiny-graphrag build ... --force`"
-            ) from exc
-        return store
+        return cls(path, read_manifest(Path(path)))
+
+    def reload(self) -> None:
+        """Read the version now at `path`: an update published new files, the old connection reads the replaced ones."""
+        manifest = read_manifest(self.path)
+        self.close()
+        self._manifest, self._graph, self._db = manifest, None, _connect(self.path)
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -155,7 +128,7 @@ class IndexStore:
         with self._db:
             self._db.executemany(
                 "INSERT OR IGNORE INTO documents (id, source, text, info) VALUES (?, ?, ?, ?)",
-                [(d.id, d.source, d.text, info_json(d)) for d in docs],
+                [(d.id, d.source, d.text, _info_json(d)) for d in docs],
             )
 
     def add_chunks(self, chunks: Sequence[Chunk]) -> None:
@@ -177,7 +150,9 @@ class IndexStore:
     @staticmethod
     def _document(r: sqlite3.Row) -> Document:
         # An index written before documents had units has no info column: plain documents.
-        return document_from_row(r["id"], r["text"], r["source"], r["info"] if "info" in r.keys() else None)
+        info = json.loads(r["info"]) if "info" in r.keys() and r["info"] else {}
+        units = tuple((label, at) for label, at in info.get("units", ()))
+        return Document(r["id"], r["text"], r["source"], units, info.get("metadata", {}), info.get("sha256", ""))
 
     @staticmethod
     def _chunk(r: sqlite3.Row) -> Chunk:
@@ -231,7 +206,7 @@ class IndexStore:
         if not terms:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        cond, args = where_sql(where)
+        cond, args = _where_sql(where)
         rows = self._db.execute(
             "SELECT c.id, bm25(chunks_fts) AS s FROM chunks_fts JOIN chunks c ON c.sid = chunks_fts.rowid "
             f"JOIN documents d ON d.id = c.doc_id WHERE chunks_fts MATCH ?{cond} ORDER BY s LIMIT ?",
@@ -241,10 +216,17 @@ class IndexStore:
 
     def chunk_ids_where(self, where: Mapping[str, str]) -> set[str]:
         """The chunks of documents whose metadata has each key=value (as strings)."""
-        return chunk_ids_where(self._db, where)
+        cond, args = _where_sql(where)
+        rows = self._db.execute(f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE 1{cond}", args)
+        return {r[0] for r in rows}
 
     def metadata_keys(self) -> list[str]:
-        return metadata_keys(self._db)
+        """Every metadata key of the documents ([] for an index written before metadata)."""
+        try:
+            rows = self._db.execute("SELECT DISTINCT j.key FROM documents d, json_each(d.info, '$.metadata') j")
+        except sqlite3.OperationalError:  # no info column
+            return []
+        return sorted(r[0] for r in rows)
 
     # ---- graph ----------------------------------------------------------------------------
     def save_graph(self, graph: nx.MultiDiGraph[str]) -> None:
@@ -365,17 +347,15 @@ class IndexStore:
 
     def _unknown_ids(self, name: str, row_ids: list[str]) -> list[str]:
         """Vector ids with no record of their kind (a search would fail on them far from the cause)."""
-        known: set[str] | None = None
-        if name == "chunks":
-            known = set(self.source_ids())
-        elif name == "reports":
-            known = {r[0] for r in self._db.execute("SELECT community_id FROM reports")}
-        elif name == "entities":
-            known = set(self.graph().nodes)
-        elif name == "tree":
-            known = set(self.source_ids()) | {n.id for n in self.tree()}
-        if known is None:
+        kinds: dict[str, Callable[[], set[str]]] = {
+            "chunks": lambda: set(self.source_ids()),
+            "reports": lambda: {r[0] for r in self._db.execute("SELECT community_id FROM reports")},
+            "entities": lambda: set(self.graph().nodes),
+            "tree": lambda: set(self.source_ids()) | {n.id for n in self.tree()},
+        }
+        if name not in kinds:
             return []
+        known = kinds[name]()
         return [i for i in row_ids if not isinstance(i, str) or i not in known]
 
     def has_vectors(self, name: str) -> bool:
