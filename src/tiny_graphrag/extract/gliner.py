@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import functools
 import json
 import logging
 from collections.abc import Iterator, Sequence
@@ -45,9 +46,6 @@ log = logging.getLogger(__name__)
 
 
 # ---- loading ------------------------------------------------------------------------------
-_FINGERPRINTS: dict[str, str] = {}
-
-
 def clear_model_cache() -> None:
     """Forget the loaded GLiNER and GLiREL models (frees memory; the next use loads again)."""
     clear_models("gliner")
@@ -58,19 +56,19 @@ def _key(path: Path, rt: Runtime) -> tuple[str, str, bool, str | None, bool]:
     return str(path.resolve()), rt.device, rt.half, rt.quantize, rt.onnx
 
 
-def fingerprint(path: Path) -> str:
-    """file_fingerprint, computed once per process per path."""
-    key = str(path.resolve())
-    if key not in _FINGERPRINTS:
-        _FINGERPRINTS[key] = file_fingerprint(path)
-    return _FINGERPRINTS[key]
+@functools.cache
+def _fingerprint(resolved: Path) -> str:
+    return file_fingerprint(resolved)
 
 
-def _package_version(name: str) -> str | None:
+def model_facts(path: Path, package: str, **threshold: float) -> dict[str, Any]:
+    """What of a model changes its output, for describe(): its folder, a fingerprint of its files
+    (computed once per process), its threshold and the version of the package that runs it."""
     try:
-        return metadata.version(name)
+        version: str | None = metadata.version(package)
     except metadata.PackageNotFoundError:
-        return None
+        version = None
+    return {"path": str(path), "fingerprint": _fingerprint(path.resolve()), **threshold, f"{package}_version": version}
 
 
 def load_gliner(path: Path, rt: Runtime) -> Any:
@@ -251,12 +249,7 @@ class GlirelRelations:
         return load_glirel(self.path, runtime_for(self._config), self._models_dir)
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "fingerprint": fingerprint(self.path),
-            "relation_threshold": self.threshold,
-            "glirel_version": _package_version("glirel"),
-        }
+        return model_facts(self.path, "glirel", relation_threshold=self.threshold)
 
     def _pairable(self, spans: dict[tuple[int, int], EntityMention]) -> dict[tuple[int, int], EntityMention]:
         """The spans whose mention can be in an allowed relation with another one of the chunk.
@@ -329,12 +322,9 @@ class GlinerGlirelExtractor:
     def describe(self) -> dict[str, Any]:
         return {
             "extractor": self.name,
-            "gliner_model": {
-                "path": str(self.gliner_path),
-                "fingerprint": fingerprint(self.gliner_path),
-                "entity_threshold": float(self.config.entity_threshold),
-                "gliner_version": _package_version("gliner"),
-            },
+            "gliner_model": model_facts(
+                self.gliner_path, "gliner", entity_threshold=float(self.config.entity_threshold)
+            ),
             "glirel_model": self.relations.describe() if self.relations else None,
             "dtype": runtime_for(self.config).dtype,
             "schema": self.schema.to_dict(),

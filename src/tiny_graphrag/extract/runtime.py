@@ -118,11 +118,7 @@ def _export(encoder: Any, path: Path) -> None:
             dynamo=False,
             input_names=["input_ids", "attention_mask"],
             output_names=["last_hidden_state"],
-            dynamic_axes={
-                "input_ids": {0: "batch", 1: "sequence"},
-                "attention_mask": {0: "batch", 1: "sequence"},
-                "last_hidden_state": {0: "batch", 1: "sequence"},
-            },
+            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in ("input_ids", "attention_mask", "last_hidden_state")},
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from pathlib import Path
@@ -38,10 +39,11 @@ def resolve(name: str | os.PathLike[str], kind: str, models_dir: str | os.PathLi
     )
 
 
-def _kind(kind: str) -> str:
+def _trainer(kind: str) -> Any:
+    """The module that trains and evaluates `kind`: finetune.gliner or finetune.glirel."""
     if kind not in KINDS:
         raise ConfigError(f"unknown model kind '{kind}'; use gliner or glirel")
-    return kind
+    return importlib.import_module(f"tiny_graphrag.finetune.{kind}")
 
 
 def finetune(
@@ -66,7 +68,8 @@ def finetune(
     the best checkpoint on `eval_data` (else the last) is written to `out`. Returns a summary."""
     if batch_size < 1 or epochs <= 0 or lr <= 0 or min_steps < 0:
         raise ConfigError("--batch-size, --epochs and --lr must be positive (--min-steps 0 or more)")
-    base_dir = resolve(base, _kind(kind), models_dir)
+    trainer = _trainer(kind)
+    base_dir = resolve(base, kind, models_dir)
     train = read_examples(data)
     dev = read_examples(eval_data) if eval_data else None
     settings = TrainSettings(
@@ -81,14 +84,7 @@ def finetune(
         progress=progress,
     )
     out = Path(out)
-    if kind == "gliner":
-        from tiny_graphrag.finetune.gliner import finetune_gliner
-
-        result = finetune_gliner(base_dir, train, dev, out, settings)
-    else:
-        from tiny_graphrag.finetune.glirel import finetune_glirel
-
-        result = finetune_glirel(base_dir, train, dev, out, settings)
+    result = getattr(trainer, f"finetune_{kind}")(base_dir, train, dev, out, settings)
     return {
         "out": str(out),
         "kind": kind,
@@ -114,12 +110,6 @@ def evaluate(
     models_dir: str | os.PathLike[str] | None = None,
 ) -> Score:
     """Entity (gliner) or relation (glirel, given gold entities) micro P/R/F1 with a 95% interval."""
-    folder = resolve(model, _kind(kind), models_dir)
-    examples = read_examples(data)
-    if kind == "gliner":
-        from tiny_graphrag.finetune.gliner import evaluate_gliner
-
-        return evaluate_gliner(folder, examples, threshold=threshold, device=device, zero_shot=zero_shot)
-    from tiny_graphrag.finetune.glirel import evaluate_glirel
-
-    return evaluate_glirel(folder, examples, threshold=threshold, device=device, zero_shot=zero_shot)
+    evaluator = getattr(_trainer(kind), f"evaluate_{kind}")
+    folder = resolve(model, kind, models_dir)
+    return evaluator(folder, read_examples(data), threshold=threshold, device=device, zero_shot=zero_shot)

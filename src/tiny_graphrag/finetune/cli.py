@@ -19,7 +19,9 @@ FORMATS_HELP = (
 def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
     """Add `finetune` and `evaluate` to the `models` subcommands."""
     f = msub.add_parser("finetune", help="fine-tune GLiNER or GLiREL on labelled examples", **kw)
-    f.add_argument("kind", choices=["gliner", "glirel"], help="which model")
+    e = msub.add_parser("evaluate", help="precision/recall/F1 of a GLiNER or GLiREL model on labelled examples", **kw)
+    for p in (f, e):
+        p.add_argument("kind", choices=["gliner", "glirel"], help="which model")
     f.add_argument(
         "--base",
         required=True,
@@ -41,12 +43,7 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
     )
     f.add_argument("--max-steps", type=int, help="stop after this many steps")
     f.add_argument("--freeze-layers", type=int, help="encoder layers kept fixed from the bottom (default: all but 2)")
-    f.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N or mps")
     f.add_argument("--seed", type=int, default=0, help="seed: the same seed and data give the same model")
-    f.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
-    f.add_argument("--json", action="store_true", help="print the training summary as JSON")
-    e = msub.add_parser("evaluate", help="precision/recall/F1 of a GLiNER or GLiREL model on labelled examples", **kw)
-    e.add_argument("kind", choices=["gliner", "glirel"], help="which model")
     e.add_argument("--model", required=True, help="model folder or name under models/ ('starter': the starter pair)")
     e.add_argument("--data", required=True, type=Path, help="test examples: " + FORMATS_HELP)
     e.add_argument(
@@ -55,28 +52,18 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
     e.add_argument(
         "--zero-shot", action="store_true", help="also score labels the model was never trained on (else refused)"
     )
-    e.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N or mps")
-    e.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
-    e.add_argument("--json", action="store_true", help="print the scores as JSON")
+    for p, printed in ((f, "the training summary"), (e, "the scores")):
+        p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N or mps")
+        p.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
+        p.add_argument("--json", action="store_true", help=f"print {printed} as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.models_command == "finetune":
+        names = ("epochs", "batch_size", "lr", "min_steps", "max_steps", "freeze_layers", "device", "seed")
+        options = {name: getattr(args, name) for name in names}
         summary = finetune(
-            args.kind,
-            args.base,
-            args.data,
-            args.out,
-            eval_data=args.eval,
-            epochs=args.epochs,
-            batch_size=args.batch_size,
-            lr=args.lr,
-            min_steps=args.min_steps,
-            max_steps=args.max_steps,
-            freeze_layers=args.freeze_layers,
-            device=args.device,
-            seed=args.seed,
-            models_dir=args.models_dir,
+            args.kind, args.base, args.data, args.out, eval_data=args.eval, models_dir=args.models_dir, **options
         )
         if args.json:
             print(json.dumps(summary, indent=2))
@@ -87,15 +74,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{args.kind} model written to {summary['out']} ({summary['steps']} steps in {summary['seconds']:.0f} s{chosen})"
             )
         return 0
-    score = evaluate(
-        args.kind,
-        args.model,
-        args.data,
-        threshold=args.threshold,
-        device=args.device,
-        zero_shot=args.zero_shot,
-        models_dir=args.models_dir,
-    )
+    options = {name: getattr(args, name) for name in ("threshold", "device", "zero_shot", "models_dir")}
+    score = evaluate(args.kind, args.model, args.data, **options)
     what = "entities" if args.kind == "gliner" else "relations (given the gold entities)"
     print(json.dumps(score.as_dict(), indent=2) if args.json else f"{what}: {score.line()}")
     return 0

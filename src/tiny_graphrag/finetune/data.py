@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,22 @@ class Example:
             offsets.append((pos, pos + len(tok)))
             pos += len(tok) + 1
         return " ".join(self.tokens), tuple(offsets)
+
+    def keep_entities(self, keep: Sequence[int], **changes: Any) -> Example:
+        """The example with only the entities numbered `keep` (renumbered in that order) and the
+        relations between them; `changes` replace other fields."""
+        new = {old: k for k, old in enumerate(keep)}
+        rels = tuple(
+            Relation(new[r.head], new[r.tail], r.label) for r in self.relations if r.head in new and r.tail in new
+        )
+        return replace(self, entities=tuple(self.entities[i] for i in keep), relations=rels, **changes)
+
+    def cut(self, max_words: int) -> Example:
+        """The first max_words words, their entities and relations (the models read max_len words)."""
+        if len(self.tokens) <= max_words:
+            return self
+        keep = [i for i, e in enumerate(self.entities) if e.last < max_words]
+        return self.keep_entities(keep, tokens=self.tokens[:max_words], text=None, offsets=None)
 
     def entity_labels(self) -> set[str]:
         return {e.label for e in self.entities}
@@ -134,10 +150,10 @@ def _list(record: Mapping[str, Any], key: str, where: str) -> list[Any]:
     return value
 
 
-def _relations(raw: list[Any], n_entities: int, where: str, field_name: str = "relations") -> tuple[Relation, ...]:
+def _relations(raw: list[Any], n_entities: int, where: str) -> tuple[Relation, ...]:
     out = []
     for i, r in enumerate(raw):
-        name = f"{field_name}[{i}]"
+        name = f"relations[{i}]"
         if not isinstance(r, Mapping):
             raise _bad(where, f"field '{name}' must be an object", 'write {"head": 0, "tail": 1, "label": "..."}')
         head, tail = _int(r.get("head"), where, f"{name}.head"), _int(r.get("tail"), where, f"{name}.tail")

@@ -6,27 +6,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import random
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiny_graphrag.backends.files import models_dir
 from tiny_graphrag.errors import ModelLoadError, require
 from tiny_graphrag.extract.gliner import glirel_backbone
-from tiny_graphrag.finetune.data import Example, Relation, labels_of, to_glirel
-from tiny_graphrag.finetune.labels import trained_labels
-from tiny_graphrag.finetune.loop import (
-    Trainable,
-    TrainResult,
-    TrainSettings,
-    sample_labels,
-    train_and_save,
-    written_aside,
-)
-from tiny_graphrag.finetune.score import Evaluator, score_relations
+from tiny_graphrag.finetune.data import Example, Relation, to_glirel
+from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, sample_labels, train_and_save
+from tiny_graphrag.finetune.score import Evaluator
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -111,22 +103,8 @@ def load_base(base: Path, device: str = "cpu", *, overrides: Mapping[str, object
 def pairable(ex: Example, max_words: int) -> Example | None:
     """The example cut to max_words, with its entities and relations inside; None below two entities
     (GLiREL classifies entity pairs)."""
-    if len(ex.tokens) > max_words:
-        keep = [i for i, e in enumerate(ex.entities) if e.last < max_words]
-        new = {old: k for k, old in enumerate(keep)}
-        rels = tuple(
-            Relation(new[r.head], new[r.tail], r.label) for r in ex.relations if r.head in new and r.tail in new
-        )
-        ex = replace(
-            ex,
-            tokens=ex.tokens[:max_words],
-            entities=tuple(ex.entities[i] for i in keep),
-            relations=rels,
-            text=None,
-            offsets=None,
-        )
-    spans = {(e.first, e.last) for e in ex.entities}
-    return ex if len(spans) >= 2 else None
+    ex = ex.cut(max_words)
+    return ex if len({(e.first, e.last) for e in ex.entities}) >= 2 else None
 
 
 def _dedupe(ex: Example) -> Example:
@@ -139,32 +117,6 @@ def _dedupe(ex: Example) -> Example:
     remap = {i: new[first[(e.first, e.last)]] for i, e in enumerate(ex.entities)}
     rels = {Relation(remap[r.head], remap[r.tail], r.label) for r in ex.relations if remap[r.head] != remap[r.tail]}
     return replace(ex, entities=tuple(ex.entities[i] for i in keep), relations=tuple(sorted(rels, key=repr)))
-
-
-class GlirelTrainable(Trainable):
-    def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]):
-        super().__init__(model, model.token_rep_layer.bert_layer.model, settings, labels)
-        self.rng = random.Random(settings.seed)
-
-    def loss(self, batch: Sequence[Example]) -> torch.Tensor:
-        data = [to_glirel(_dedupe(ex)) | {"label": self.labels_for(ex)} for ex in batch]
-        x = self.model.collate_fn(data, train_relation_types=list(self.labels), device=self.settings.device)
-        return self.model(x)["total_loss"]
-
-    def labels_for(self, ex: Example) -> list[str]:
-        """As GLiREL's collator: its own labels and others up to num_train_rel_types, a random number of
-        them kept (random_drop); GLiREL then sorts them."""
-        wanted = int(self.model.config.num_train_rel_types)
-        own = [r.label for r in ex.relations]
-        labels = sample_labels(self.rng, own, self.labels, wanted - len(set(own)), wanted)
-        if labels and getattr(self.model.config, "random_drop", False):
-            labels = labels[: self.rng.randint(1, len(labels))]
-        return labels
-
-    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float:
-        at = self.settings.threshold if threshold is None else threshold
-        preds = predict(self.model, examples, self.labels, at, self.settings.batch_size)
-        return score_relations(preds, examples).f1
 
 
 def predict(
@@ -182,10 +134,7 @@ def predict(
         for k in range(0, len(todo), batch_size):
             idx = todo[k : k + batch_size]
             exs = [_dedupe(examples[i]) for i in idx]
-            ner = [
-                [[e.first, e.last, e.label, " ".join(ex.tokens[e.first : e.last + 1])] for e in ex.entities]
-                for ex in exs
-            ]
+            ner = [to_glirel(ex)["ner"] for ex in exs]
             with torch.no_grad():
                 raw = model.batch_predict_relations(
                     [list(ex.tokens) for ex in exs], list(labels), threshold=threshold, ner=ner, top_k=1
@@ -204,25 +153,48 @@ def predict(
     return out
 
 
-def _save(model: Any, base: Path, tmp: Path) -> None:
-    """Weights, config, and a copy of the backbone folder (GLiREL rebuilds its encoder from it)."""
-    src = _backbone_of(base)
-    (tmp / "backbone").mkdir()
-    for f in src.iterdir():
-        if f.is_file() and not f.name.startswith("."):
-            shutil.copy2(f, tmp / "backbone" / f.name)
-    config = dict(vars(model.config))
-    config["model_name"] = "backbone"  # relative: the loader finds backbone/ beside the weights
-    config.pop("device", None)
-    model.save_pretrained(tmp, config={k: v for k, v in config.items() if _jsonable(v)})
-
-
 def _jsonable(v: object) -> bool:
     try:
         json.dumps(v)
         return True
     except (TypeError, ValueError):
         return False
+
+
+evaluate_glirel = Evaluator("relation", load_base, predict)
+
+
+class GlirelTrainable(Trainable):
+    """A GLiREL model as the training loop sees it."""
+
+    kind, evaluator, encoder_at = "GLiREL", evaluate_glirel, "token_rep_layer.bert_layer.model"
+
+    def loss(self, batch: Sequence[Example]) -> torch.Tensor:
+        data = [to_glirel(_dedupe(ex)) | {"label": self.labels_for(ex)} for ex in batch]
+        x = self.model.collate_fn(data, train_relation_types=list(self.labels), device=self.settings.device)
+        return self.model(x)["total_loss"]
+
+    def labels_for(self, ex: Example) -> list[str]:
+        """As GLiREL's collator: its own labels and others up to num_train_rel_types, a random number of
+        them kept (random_drop); GLiREL then sorts them."""
+        wanted = int(self.model.config.num_train_rel_types)
+        own = [r.label for r in ex.relations]
+        labels = sample_labels(self.rng, own, self.labels, wanted - len(set(own)), wanted)
+        if labels and getattr(self.model.config, "random_drop", False):
+            labels = labels[: self.rng.randint(1, len(labels))]
+        return labels
+
+    def save(self, folder: Path, base: Path) -> None:
+        """Weights, config, and a copy of the backbone folder (GLiREL rebuilds its encoder from it)."""
+        src = _backbone_of(base)
+        (folder / "backbone").mkdir()
+        for f in src.iterdir():
+            if f.is_file() and not f.name.startswith("."):
+                shutil.copy2(f, folder / "backbone" / f.name)
+        config = dict(vars(self.model.config))
+        config["model_name"] = "backbone"  # relative: the loader finds backbone/ beside the weights
+        config.pop("device", None)
+        self.model.save_pretrained(folder, config={k: v for k, v in config.items() if _jsonable(v)})
 
 
 def finetune_glirel(
@@ -239,13 +211,5 @@ def finetune_glirel(
     entities or more), keep the checkpoint with the best relation F1 on `dev`, save to `out`."""
     train = [p for ex in train if (p := pairable(ex, settings.max_words)) is not None]
     dev = [p for ex in dev or [] if (p := pairable(ex, settings.max_words)) is not None] or None
-    with written_aside(out) as tmp:
-        model = load_base(base, settings.device, overrides=overrides)
-        _, labels = labels_of(train)
-        trainable = GlirelTrainable(model, settings, sorted(set(labels) | set(trained_labels(base) or [])))
-        return train_and_save(
-            trainable, train, dev, tmp, lambda f: _save(model, base, f), kind="GLiREL", base=base, extra_info=extra_info
-        )
-
-
-evaluate_glirel = Evaluator("relation", load_base, predict)
+    load = partial(load_base, base, settings.device, overrides=overrides)
+    return train_and_save(GlirelTrainable, load, base, train, dev, out, settings, extra_info)

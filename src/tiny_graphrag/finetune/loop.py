@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import operator
 import os
 import random
 import re
@@ -22,14 +23,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tiny_graphrag.errors import ConfigError, OutputError
 from tiny_graphrag.finetune.data import Example
-from tiny_graphrag.finetune.labels import write_trained_labels
+from tiny_graphrag.finetune.labels import trained_labels, write_trained_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
+
+    from tiny_graphrag.finetune.score import Evaluator
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +87,26 @@ class Trainable(ABC):
     """A model whose pretrained encoder sits under new layers (GLiNER, GLiREL), as the loop sees it:
     the lower encoder layers frozen, the encoder and the new layers at their own learning rates."""
 
-    def __init__(self, model: Any, encoder: torch.nn.Module, settings: TrainSettings, labels: Sequence[str]) -> None:
-        self.model, self.encoder, self.settings, self.labels = model, encoder, settings, list(labels)
-        self.frozen = freeze_lower_layers(encoder, None, settings.freeze_layers)
+    kind: ClassVar[str]  # "GLiNER" or "GLiREL"
+    evaluator: ClassVar[Evaluator]  # its predictions and their score
+    encoder_at: ClassVar[str]  # where the pretrained encoder sits in the model
+
+    def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]) -> None:
+        self.model, self.settings, self.labels = model, settings, list(labels)
+        self.encoder: torch.nn.Module = operator.attrgetter(self.encoder_at)(model)
+        freeze_lower_layers(self.encoder, settings.freeze_layers)
+        self.rng = random.Random(settings.seed)  # draws the labels each example is trained against
 
     @abstractmethod
     def loss(self, batch: Sequence[Example]) -> torch.Tensor: ...
 
-    @abstractmethod
-    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float: ...
+    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float:
+        at = self.settings.threshold if threshold is None else threshold
+        predicted = self.evaluator.predict(self.model, examples, self.labels, at, self.settings.batch_size)
+        return self.evaluator.score(predicted, examples).f1
+
+    def save(self, folder: Path, base: Path) -> None:
+        self.model.save_pretrained(folder)
 
     def parameters_for(self, lr: float, head_lr: float) -> list[dict[str, object]]:
         enc = {id(p) for p in self.encoder.parameters()}
@@ -113,38 +127,41 @@ class Trainable(ABC):
 
 
 def train_and_save(
-    trainable: Trainable,
+    trainable: type[Trainable],
+    load: Callable[[], Any],
+    base: Path,
     train: Sequence[Example],
     dev: Sequence[Example] | None,
-    folder: Path,
-    save: Callable[[Path], object],
-    *,
-    kind: str,
-    base: Path,
+    out: Path,
+    settings: TrainSettings,
     extra_info: dict[str, object] | None = None,
 ) -> TrainResult:
-    """Train (under a forked RNG: the caller's random state is untouched), `save` the chosen checkpoint
-    into `folder` and record there the labels and how it was trained."""
+    """Train the model `load` makes from `base` on `train` (under a forked RNG: the caller's random
+    state is untouched), keep the checkpoint with the best F1 on `dev` and write it to `out`, with
+    the labels it knows (its data's and those `base` was trained on) and how it was trained."""
     import torch
 
-    settings = trainable.settings
-    with torch.random.fork_rng(devices=[]):
-        result = train_loop(trainable, train, dev, settings, desc=f"fine-tuning {kind}")
-    save(folder)
-    write_trained_labels(
-        folder,
-        kind.lower(),
-        trainable.labels,
-        base=str(base),
-        settings=settings.as_dict(),
-        examples=len(train),
-        best_eval_f1=result.best_f1,
-        threshold=result.threshold,
-        best_step=result.best_step,
-        steps=result.steps,
-        seconds=round(result.seconds, 1),
-        **(extra_info or {}),
-    )
+    with written_aside(out) as folder:
+        model = load()
+        labels = sorted(set(trainable.evaluator.labels(train)) | set(trained_labels(base) or []))
+        tr = trainable(model, settings, labels)
+        with torch.random.fork_rng(devices=[]):
+            result = train_loop(tr, train, dev, settings, desc=f"fine-tuning {tr.kind}")
+        tr.save(folder, base)
+        write_trained_labels(
+            folder,
+            tr.kind.lower(),
+            labels,
+            base=str(base),
+            settings=settings.as_dict(),
+            examples=len(train),
+            best_eval_f1=result.best_f1,
+            threshold=result.threshold,
+            best_step=result.best_step,
+            steps=result.steps,
+            seconds=round(result.seconds, 1),
+            **(extra_info or {}),
+        )
     return result
 
 
@@ -170,20 +187,15 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def freeze_lower_layers(encoder: torch.nn.Module, keep_top: int | None, freeze: int | None) -> int:
-    """Freeze the lowest `freeze` layers and the embeddings (default: all but the top `keep_top`);
-    backward then stops early, which is most of the time saved. Returns the layers frozen."""
-    layer_ids = sorted(
-        {int(m.group(1)) for n, _ in encoder.named_parameters() if (m := re.search(r"layer\.(\d+)\.", n))}
-    )
-    n_layers = len(layer_ids)
-    if freeze is None:
-        freeze = max(0, n_layers - (keep_top if keep_top is not None else 2))
-    freeze = min(freeze, n_layers)
+def freeze_lower_layers(encoder: torch.nn.Module, freeze: int | None) -> int:
+    """Freeze the lowest `freeze` layers and the embeddings (default: all but the top 2); backward
+    then stops early, which is most of the time saved. Returns the layers frozen."""
+    layer_of = {n: int(m.group(1)) for n, _ in encoder.named_parameters() if (m := re.search(r"layer\.(\d+)\.", n))}
+    n_layers = len(set(layer_of.values()))
+    freeze = min(max(0, n_layers - 2) if freeze is None else freeze, n_layers)
     for name, p in encoder.named_parameters():
-        m = re.search(r"layer\.(\d+)\.", name)
         # the embeddings sit below layer 0: fixed whenever any layer is
-        if (freeze > 0 and "embeddings" in name) or (m and int(m.group(1)) < freeze):
+        if (freeze > 0 and "embeddings" in name) or layer_of.get(name, freeze) < freeze:
             p.requires_grad_(False)
     return freeze
 
@@ -286,7 +298,6 @@ def train_loop(
     settings: TrainSettings,
     *,
     desc: str,
-    on_eval: Callable[[int, float], None] | None = None,
 ) -> TrainResult:
     """Train `model` in place; at the end it holds the checkpoint with the best eval F1 (or the last)."""
     import torch
@@ -330,8 +341,6 @@ def train_loop(
                 f1, at = best_threshold(model, dev)
                 history.append({"step": step, "loss": smooth, "eval_f1": f1, "threshold": at})
                 log.info("%s step %d: loss %.3f, eval F1 %.3f at threshold %.1f", desc, step, smooth, f1, at)
-                if on_eval:
-                    on_eval(step, f1)
                 # a tie goes to the later checkpoint (more training)
                 if best_f1 is None or f1 >= best_f1:
                     best_f1, best_step, threshold = f1, step, at

@@ -59,17 +59,13 @@ def sentence_examples(doc: Mapping[str, Any], rel_info: Mapping[str, str]) -> li
         by_pair.setdefault((lab["h"], lab["t"]), []).append(rel_info.get(lab["r"], lab["r"]))
     out = []
     for si, sent in enumerate(doc["sents"]):
-        starts, pos = [], 0
-        for tok in sent:
-            starts.append(pos)
-            pos += len(tok) + 1
-        text = " ".join(sent)
+        text, offsets = Example(tuple(sent)).joined()
         ents: list[dict[str, object]] = []
         seen: dict[tuple[int, int], int] = {}
         owner: list[int] = []
         for ei, m in sorted(per_sent[si], key=lambda x: (x[1]["pos"][0], x[1]["pos"][1])):
             s, e = m["pos"]
-            span = (starts[s], starts[e - 1] + len(sent[e - 1]))
+            span = (offsets[s][0], offsets[e - 1][1])
             if span in seen:  # one mention can belong to two entities in rare annotations
                 continue
             seen[span] = len(ents)

@@ -50,18 +50,18 @@ def prf(tp: float, predicted: float, gold: float) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-def counts(predicted: Sequence[Iterable[Hashable]], gold: Sequence[Iterable[Hashable]]) -> np.ndarray:
-    """[tp, predicted, gold] per example (duplicates count once)."""
+def score(
+    predicted: Sequence[Iterable[Hashable]],
+    gold: Sequence[Iterable[Hashable]],
+    *,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = 0,
+) -> Score:
+    """Micro P/R/F1 of predicted vs gold item sets, one set per example (duplicates count once)."""
     if len(predicted) != len(gold):
         raise ValueError(f"{len(predicted)} predictions for {len(gold)} examples")
-    rows = []
-    for p, g in zip(predicted, gold):
-        ps, gs = set(p), set(g)
-        rows.append((len(ps & gs), len(ps), len(gs)))
-    return np.asarray(rows, dtype=np.int64).reshape(-1, 3)
-
-
-def score_counts(table: np.ndarray, *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> Score:
+    rows = [(len(set(p) & set(g)), len(set(p)), len(set(g))) for p, g in zip(predicted, gold)]
+    table = np.asarray(rows, dtype=np.int64).reshape(-1, 3)  # [tp, predicted, gold] per example
     tp, n_pred, n_gold = (int(x) for x in table.sum(axis=0)) if len(table) else (0, 0, 0)
     p, r, f = prf(tp, n_pred, n_gold)
     low = high = f
@@ -74,11 +74,6 @@ def score_counts(table: np.ndarray, *, samples: int = BOOTSTRAP_SAMPLES, seed: i
         sf = np.divide(2 * sp * sr, sp + sr, out=np.zeros(samples), where=(sp + sr) > 0)
         low, high = (float(x) for x in np.percentile(sf, [2.5, 97.5]))
     return Score(p, r, f, tp, n_pred, n_gold, low, high, len(table))
-
-
-def score(predicted: Sequence[Iterable[Hashable]], gold: Sequence[Iterable[Hashable]], **kw: int) -> Score:
-    """Micro P/R/F1 of predicted vs gold item sets, one set per example."""
-    return score_counts(counts(predicted, gold), **kw)
 
 
 def entity_items(ex: Example) -> set[tuple[int, int, str]]:
@@ -108,7 +103,15 @@ class Evaluator:
 
     what: str  # "entity" or "relation"
     load: Callable[[Path, str], Any]  # (model folder, device) -> model
-    predict: Callable[[Any, Sequence[Example], Sequence[str], float], list[Example]]
+    # (model, examples, labels, threshold[, batch_size]) -> the examples with the model's predictions
+    predict: Callable[..., list[Example]]
+
+    def labels(self, examples: Sequence[Example]) -> list[str]:
+        """The labels of this kind (entity types or relation labels) in the examples."""
+        return labels_of(examples)[0 if self.what == "entity" else 1]
+
+    def score(self, predicted: Sequence[Example], gold: Sequence[Example]) -> Score:
+        return (score_entities if self.what == "entity" else score_relations)(predicted, gold)
 
     def __call__(
         self,
@@ -121,13 +124,12 @@ class Evaluator:
     ) -> Score:
         """P/R/F1 of the model at `model_dir` on `examples`, over the labels it was trained on that
         the examples use (all of theirs for a model without a record)."""
-        entities = self.what == "entity"
-        use = labels_in_common(model_dir, labels_of(examples)[0 if entities else 1], self.what, zero_shot=zero_shot)
+        use = labels_in_common(model_dir, self.labels(examples), self.what, zero_shot=zero_shot)
         model = self.load(model_dir, device)
         at = recorded_threshold(model_dir) if threshold is None else threshold
         predicted = self.predict(model, examples, use, at)
-        if entities:
+        if self.what == "entity":
             gold = [replace(ex, entities=tuple(e for e in ex.entities if e.label in use)) for ex in examples]
-            return score_entities(predicted, gold)
-        gold = [replace(ex, relations=tuple(r for r in ex.relations if r.label in use)) for ex in examples]
-        return score_relations(predicted, gold)
+        else:
+            gold = [replace(ex, relations=tuple(r for r in ex.relations if r.label in use)) for ex in examples]
+        return self.score(predicted, gold)

@@ -30,7 +30,7 @@ from typing import Any
 
 from tiny_graphrag.backends.files import models_dir as default_models_dir
 from tiny_graphrag.backends.files import resolve_model
-from tiny_graphrag.finetune.data import Example, Relation, to_friendly, write_jsonl
+from tiny_graphrag.finetune.data import Example, to_friendly, write_jsonl
 from tiny_graphrag.finetune.loop import TrainSettings
 from tiny_graphrag.finetune.redocred import load_documents, sentence_examples, split_documents
 
@@ -115,14 +115,8 @@ def is_built(folder: Path) -> bool:
 def without_domain(ex: Example) -> Example:
     """The example as the starter sees it: no held-out entity types, no relation touching them or
     of a held-out label."""
-    keep = [i for i, e in enumerate(ex.entities) if e.label not in HELD_OUT_ENTITIES]
-    new = {old: k for k, old in enumerate(keep)}
-    rels = tuple(
-        Relation(new[r.head], new[r.tail], r.label)
-        for r in ex.relations
-        if r.head in new and r.tail in new and r.label not in HELD_OUT_RELATIONS
-    )
-    return replace(ex, entities=tuple(ex.entities[i] for i in keep), relations=rels)
+    ex = replace(ex, relations=tuple(r for r in ex.relations if r.label not in HELD_OUT_RELATIONS))
+    return ex.keep_entities([i for i, e in enumerate(ex.entities) if e.label not in HELD_OUT_ENTITIES])
 
 
 def in_domain(ex: Example) -> bool:
@@ -147,15 +141,6 @@ def splits() -> dict[str, list[Example]]:
     out["domain_dev"] = [ex for ex in full["dev"] if in_domain(ex)]
     out["domain_test"] = [ex for ex in full["test"] if in_domain(ex)]
     return out
-
-
-def domain_only(ex: Example) -> Example:
-    """Only the held-out labels (to score the domain): its entity types and relation labels."""
-    return replace(
-        ex,
-        entities=ex.entities,  # relations index entities; entity scoring filters by label itself
-        relations=tuple(r for r in ex.relations if r.label in HELD_OUT_RELATIONS),
-    )
 
 
 def export_splits(folder: Path, data: dict[str, list[Example]]) -> None:
@@ -197,32 +182,17 @@ def build_starter(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "recipe.json").write_text(json.dumps(RECIPE, indent=1), encoding="utf-8")
     export_splits(folder, data)
-    report: dict[str, Any] = {"recipe_hash": recipe_hash(), "threads": torch.get_num_threads(), "load": _load()}
-    g, r = RECIPE["gliner"], RECIPE["glirel"]
-    t = time.perf_counter()
-    res = finetune_gliner(
-        encoder,
-        data["train"],
-        data["dev"][: g["dev_examples"]],
-        folder / GLINER,
-        _settings(g, progress),
-        rnn_layers=g["rnn_layers"],
-        max_width=g["max_width"],
-        hidden_size=g["hidden_size"],
-        extra_info={"recipe_hash": recipe_hash()},
-    )
-    report["gliner"] = {"seconds": round(time.perf_counter() - t, 1), "dev_f1": res.best_f1, "history": res.history}
-    t = time.perf_counter()
-    res = finetune_glirel(
-        encoder,
-        data["train"],
-        data["dev"][: r["dev_examples"]],
-        folder / GLIREL,
-        _settings(r, progress),
-        overrides=r["config"],
-        extra_info={"recipe_hash": recipe_hash()},
-    )
-    report["glirel"] = {"seconds": round(time.perf_counter() - t, 1), "dev_f1": res.best_f1, "history": res.history}
+    info: dict[str, object] = {"recipe_hash": recipe_hash()}
+    report: dict[str, Any] = {**info, "threads": torch.get_num_threads(), "load": _load()}
+    for kind, train_kind, options in (
+        (GLINER, finetune_gliner, {k: RECIPE[GLINER][k] for k in ("rnn_layers", "max_width", "hidden_size")}),
+        (GLIREL, finetune_glirel, {"overrides": RECIPE[GLIREL]["config"]}),
+    ):
+        part, t = RECIPE[kind], time.perf_counter()
+        dev = data["dev"][: part["dev_examples"]]
+        settings = _settings(part, progress)
+        res = train_kind(encoder, data["train"], dev, folder / kind, settings, extra_info=info, **options)
+        report[kind] = {"seconds": round(time.perf_counter() - t, 1), "dev_f1": res.best_f1, "history": res.history}
     report["load_after"] = _load()
     (folder / "training.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     log.info(
