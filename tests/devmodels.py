@@ -229,6 +229,15 @@ def build_tiny_glirel(out_dir: str | os.PathLike[str], seed: int = 0) -> Path:
     return build_glirel(out_dir, tiny_backbone_config(len(fixed_vocab())), seed=seed, hidden_size=32)
 
 
+def build_tiny_encoder(out_dir: str | os.PathLike[str], seed: int = 0) -> Path:
+    """A random-weight 2-layer BERT (hidden 32) and its tokenizer: a plain transformers encoder folder,
+    the kind the starter recipe builds GLiNER and GLiREL on (their own layers start random)."""
+    import torch
+
+    torch.manual_seed(seed)
+    return _save_backbone(Path(out_dir), tiny_backbone_config(len(fixed_vocab())), fixed_vocab())
+
+
 # ---- optional training of the tiny GLiNER -------------------------------------------------
 _PEOPLE = [
     "Barack Obama",

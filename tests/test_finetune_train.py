@@ -259,10 +259,10 @@ from tiny_graphrag.finetune.gliner import finetune_gliner
 from tiny_graphrag.finetune.glirel import finetune_glirel
 from tiny_graphrag.finetune.loop import TrainSettings
 
-models, train, out = Path(sys.argv[1]), read_examples(sys.argv[2]), Path(sys.argv[3])
+gliner, glirel, train, out = Path(sys.argv[1]), Path(sys.argv[2]), read_examples(sys.argv[3]), Path(sys.argv[4])
 settings = TrainSettings(epochs=1000, max_steps=6, batch_size=8, lr=3e-3, head_lr=3e-3, freeze_layers=0, progress=False)
-finetune_gliner(models / "tiny-gliner", train, None, out / "g", settings)
-finetune_glirel(models / "tiny-glirel", train, None, out / "r", settings)
+finetune_gliner(gliner, train, None, out / "g", settings)
+finetune_glirel(glirel, train, None, out / "r", settings)
 digest = hashlib.sha256()
 for f in sorted(out.rglob("*")):
     if f.suffix in (".bin", ".pt", ".safetensors"):
@@ -278,16 +278,24 @@ print(digest.hexdigest())
 
 
 @pytest.mark.slow
-def test_training_is_reproducible_across_processes(tiny_models_dir, data, tmp_path):
+@pytest.mark.parametrize("start", ["trained models", "an encoder"])
+def test_training_is_reproducible_across_processes(start, tiny_models_dir, data, tmp_path):
     """Python salts string hashing per process: GLiNER's and GLiREL's collators ordered the sampled
-    labels through a set, so one seed gave another model in every process. Two processes with
-    different hash seeds must now train the same weights."""
+    labels through a set, so one seed gave another model in every process. And torch starts each
+    process with a random seed: GLiNER and GLiREL built on a plain encoder (the starter's recipe)
+    drew their new layers from it. Two processes with different hash seeds must train the same weights."""
+    if start == "an encoder":
+        from devmodels import build_tiny_encoder
+
+        gliner = glirel = build_tiny_encoder(tmp_path / "encoder")
+    else:
+        gliner, glirel = tiny_models_dir / "tiny-gliner", tiny_models_dir / "tiny-glirel"
     digests = []
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         out = tmp_path / f"run{hash_seed}"
         done = subprocess.run(
-            [sys.executable, "-c", _TRAIN_AND_HASH, str(tiny_models_dir), str(data["train"]), str(out)],
+            [sys.executable, "-c", _TRAIN_AND_HASH, str(gliner), str(glirel), str(data["train"]), str(out)],
             env=env,
             capture_output=True,
             text=True,
@@ -296,3 +304,23 @@ def test_training_is_reproducible_across_processes(tiny_models_dir, data, tmp_pa
         assert done.returncode == 0, done.stderr[-2000:]
         digests.append(done.stdout.strip().splitlines()[-1])
     assert digests[0] == digests[1]
+
+
+def test_training_leaves_the_callers_random_state_alone():
+    """Seeding for training is a library's business, not the notebook's: Python's, numpy's and
+    torch's generators continue afterwards as if training had not run."""
+    import numpy as np
+    import torch
+
+    def draws() -> tuple:
+        return random.random(), float(np.random.rand()), float(torch.rand(1))
+
+    random.seed(5), np.random.seed(5), torch.manual_seed(5)
+    expected = draws()
+    random.seed(5), np.random.seed(5), torch.manual_seed(5)
+    with loop.seeded(0):
+        inside = draws()
+        random.seed(9)  # whatever training does in between
+    assert draws() == expected
+    with loop.seeded(0):
+        assert draws() == inside  # and the same seed gives the same draws every time

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from tiny_graphrag.errors import ConfigError
 
 # The library's version (pyproject.toml reads it from here); every index records the one that built it.
-VERSION = "0.6.0"
+VERSION = "0.6.1"
 
 
 def check_range(name: str, value: float, low: float, high: float | None = None) -> None:

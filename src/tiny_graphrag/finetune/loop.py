@@ -136,16 +136,15 @@ def train_and_save(
     settings: TrainSettings,
     extra_info: dict[str, object] | None = None,
 ) -> TrainResult:
-    """Train the model `load` makes from `base` on `train` (under a forked RNG: the caller's random
-    state is untouched), keep the checkpoint with the best F1 on `dev` and write it to `out`, with
+    """Train the model `load` makes from `base` on `train` (seeded, the caller's random state
+    untouched), keep the checkpoint with the best F1 on `dev` and write it to `out`, with
     the labels it knows (its data's and those `base` was trained on) and how it was trained."""
-    import torch
-
     with written_aside(out) as folder:
-        model = load()
+        with seeded(settings.seed):  # a new model's layers start random: the same start in every process
+            model = load()
         labels = sorted(set(trainable.evaluator.labels(train)) | set(trained_labels(base) or []))
         tr = trainable(model, settings, labels)
-        with torch.random.fork_rng(devices=[]):
+        with seeded(settings.seed):
             result = train_loop(tr, train, dev, settings, desc=f"fine-tuning {tr.kind}")
         tr.save(folder, base)
         write_trained_labels(
@@ -178,13 +177,26 @@ def sample_labels(rng: random.Random, own: Sequence[str], pool: Sequence[str], n
     return labels[:cap]
 
 
-def seed_everything(seed: int) -> None:
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Every generator training draws from seeded with `seed`, and given back as it was afterwards:
+    the caller's random state is untouched. Python's and numpy's too, because GLiNER's and GLiREL's
+    collators sample negative labels with `random`; torch's because a new model's layers start from
+    it, and this torch starts each process with a random seed (a starter built from an encoder came
+    out different in every process)."""
     import numpy as np
     import torch
 
-    random.seed(seed)  # GLiNER's and GLiREL's collators sample negative labels with `random`
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=range(torch.cuda.device_count())):
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
 
 
 def freeze_lower_layers(encoder: torch.nn.Module, freeze: int | None) -> int:
@@ -306,7 +318,6 @@ def train_loop(
 
     if not train:
         raise ConfigError("no training examples; pass a --data file with labelled examples")
-    seed_everything(settings.seed)
     rng = random.Random(settings.seed)
     per_epoch = max(1, -(-len(train) // settings.batch_size))
     total = max(1, round(settings.epochs * per_epoch), settings.min_steps)
