@@ -18,7 +18,9 @@ LLM=(--llm qwen2.5-coder-0.5b-instruct-q4_k_m.gguf)
 # on; its score thresholds were chosen on Re-DocRED dev when it was trained (trained_labels.json).
 STARTER=$("$BIN/python" -m tiny_graphrag.finetune.starter --quiet | tail -n 1)
 threshold() { "$BIN/python" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("threshold") or 0.5)' "$1"; }
-"$BIN/tiny-graphrag" build "$DOC" --out graphs/obama-typed --no-reports --extractor gliner \
+# --force: a starter trained anew (a new recipe, another machine) rebuilds the demo's typed index
+# instead of refusing to update one built by other weights.
+"$BIN/tiny-graphrag" build "$DOC" --out graphs/obama-typed --force --no-reports --extractor gliner \
   --gliner-model "$STARTER/gliner" --glirel-model "$STARTER/glirel" --schema examples/starter_schema.toml \
   --entity-threshold "$(threshold "$STARTER/gliner/trained_labels.json")" \
   --relation-threshold "$(threshold "$STARTER/glirel/trained_labels.json")"
