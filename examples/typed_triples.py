@@ -15,6 +15,23 @@ from tiny_graphrag.index.store import IndexStore
 UNTYPED = "related to"  # the spaCy extractor's co-occurrence links
 
 
+def sentence_around(text: str, start: int, end: int, reach: int = 200) -> str:
+    """The sentence holding text[start:end], cut at a word with "..." where it runs on more than
+    `reach` characters before or after the span (a sentence ends at ". ")."""
+    dot = text.rfind(". ", 0, start)
+    left = dot + 2 if dot >= 0 else 0
+    dot = text.find(". ", end)
+    right = dot + 1 if dot >= 0 else len(text)
+    before = after = ""
+    if start - left > reach:
+        space = text.find(" ", start - reach, start)
+        left, before = (space + 1 if space >= 0 else start - reach), "..."
+    if right - end > reach:
+        space = text.rfind(" ", end, end + reach)
+        right, after = (space if space >= 0 else end + reach), "..."
+    return before + " ".join(text[left:right].split()) + after
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("index")
@@ -35,11 +52,9 @@ def main() -> None:
         doc_id, _chunk, start, end = d["provenance"][0]
         doc = store.document(doc_id)
         text = doc.text
-        left = max(text.rfind(". ", 0, start) + 2, start - 200, 0)
-        right = min([i for i in (text.find(". ", end), start + 300) if i >= 0] + [len(text)])
         head, tail = graph.nodes[u].get("name", u), graph.nodes[v].get("name", v)
         print(f"\n({head}) -[{label}, score {d.get('score', 0):.2f}]-> ({tail})")
-        print(f'  {Path(doc.source).name} chars {start}-{end}: "{" ".join(text[left : right + 1].split())}"')
+        print(f'  {Path(doc.source).name} chars {start}-{end}: "{sentence_around(text, start, end)}"')
     store.close()
 
 

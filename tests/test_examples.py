@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,3 +42,30 @@ def test_notebook_runs_headless(tmp_path, monkeypatch, smollm_path):
     assert any(h.startswith("<iframe srcdoc=") and "vis.Network" in h and "rendered " in h for h in pages)
     assert any("image/png" in o.get("data", {}) for o in outputs)
     assert (tmp_path / "graphs" / "obama-sample" / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("text", "span", "expected"),
+    [
+        ("One here. Two there. Three.", "Two", "Two there."),
+        ("Opening words of a text. Then more.", "Opening", "Opening words of a text."),  # no ". " before
+        ("A last sentence without a stop", "last", "A last sentence without a stop"),
+        ("x " * 150 + "mid word " + "y " * 150, "mid", None),  # too long: cut at words either side
+    ],
+)
+def test_a_triples_sentence_is_cut_at_words(text, span, expected):
+    """typed_triples.py quotes the sentence a triple came from: whole when short, cut at a word
+    with "..." when longer than its reach (it had started mid-word, and dropped a text's first letter)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("typed_triples", ROOT / "examples" / "typed_triples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    start = text.index(span)
+    quoted = module.sentence_around(text, start, start + len(span))
+    if expected is not None:
+        assert quoted == expected
+        return
+    assert quoted.startswith("...") and quoted.endswith("...") and "mid word" in quoted
+    assert set(quoted.strip(".").split()) == {"x", "y", "mid", "word"}  # whole words only
+    assert len(quoted) <= 2 * 200 + len(span) + 6
