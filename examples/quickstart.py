@@ -26,12 +26,9 @@ out = ROOT / "graphs" / ("obama-sample" if limit else "obama")
 config = BuildConfig(
     extraction=ExtractionConfig(extractor="spacy"),
     # short reports from a bounded context, only for communities of 5+ entities: a quick CPU-only build
-    llm=LLMConfig(
-        model=os.environ.get("EXAMPLE_LLM", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
-        max_report_tokens=300,
-        report_context_tokens=1200,
-        report_min_size=1 if limit else 5,
-    ),  # a short sample: report every community
+    llm=LLMConfig(model=os.environ.get("EXAMPLE_LLM", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+                  max_report_tokens=300, report_context_tokens=1200,
+                  report_min_size=1 if limit else 5),  # a short sample: report every community
     communities=CommunityConfig(max_cluster_size=40),
     models_dir=str(ROOT / "models"),
 )
