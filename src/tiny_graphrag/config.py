@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+import operator
+import re
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from tiny_graphrag.errors import ConfigError
@@ -12,118 +14,129 @@ from tiny_graphrag.errors import ConfigError
 VERSION = "0.6.1"
 
 
-def check_range(name: str, value: float, low: float, high: float | None = None) -> None:
-    """Refuse a setting outside [low, high], naming it and the range (never replaced by a default)."""
-    if value < low or (high is not None and value > high):
-        allowed = f">= {low}" if high is None else f"[{low}, {high}]"
-        raise ConfigError(f"{name} must be {allowed}, got {value}")
+T = TypeVar("T")
+_COMPARE = {"[": operator.le, "(": operator.lt, "]": operator.ge, ")": operator.gt, ">=": operator.ge, ">": operator.gt}
 
 
-def check_ranges(section: str, config: object, **ranges: float | tuple[float, float]) -> None:
-    """`check_range` for each field named: a number is its lower bound, a pair its range."""
-    for name, bounds in ranges.items():
-        check_range(f"{section} {name}", getattr(config, name), *(bounds if isinstance(bounds, tuple) else (bounds,)))
+def allowed(default: T, rule: str | tuple[str | None, ...]) -> T:
+    """A field with a default and a rule its value must keep to (checked by `Checked`): a tuple
+    of choices, or a range as the error shows it: "[lo, hi)" (brackets as in mathematics) or
+    ">= x" / "> x", after "an integer " for an int only (not a bool), before " or None" to
+    allow None."""
+    return field(default=default, metadata={"rule": rule})
+
+
+def keeps_to(rule: str | tuple[str | None, ...], value: Any) -> bool:
+    if isinstance(rule, tuple):
+        return value in rule
+    if value is None:
+        return rule.endswith(" or None")
+    spec = rule.removesuffix(" or None")
+    if spec.startswith("an integer "):
+        if type(value) is not int:
+            return False
+        spec = spec.removeprefix("an integer ")
+    if m := re.fullmatch(r"([\[(])(\S+), (\S+)([\])])", spec):
+        return bool(_COMPARE[m[1]](float(m[2]), value) and _COMPARE[m[4]](float(m[3]), value))
+    op, bound = spec.split()
+    return bool(_COMPARE[op](value, float(bound)))
+
+
+class Checked:
+    """Settings whose fields' rules (`allowed`) are checked on creation: a ConfigError names the
+    first field that breaks its rule, and the rule."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # type: ignore[arg-type]
+            rule, value = f.metadata.get("rule"), getattr(self, f.name)
+            if rule is not None and not keeps_to(rule, value):
+                shown = f"{', '.join(map(repr, rule[:-1]))} or {rule[-1]!r}" if isinstance(rule, tuple) else rule
+                shown = f"in {shown}" if shown[0] in "[(" else shown
+                raise ConfigError(f"{type(self).__name__}.{f.name} must be {shown}, got {value!r}")
 
 
 @dataclass(frozen=True)
-class ChunkingConfig:
+class ChunkingConfig(Checked):
     # GLiNER/GLiREL read at most 384 words (their max_len); 256 word tokens leaves room for the
     # prompt labels and gives relation models whole paragraphs of context. The seed's 200
     # characters (~35 words, 1-2 sentences) cut most head/tail pairs apart. See bench/RESULTS.md.
-    max_tokens: int = 256
+    max_tokens: int = allowed(256, ">= 8")
     overlap_tokens: int = 32  # whole sentences, up to this many tokens, repeated between chunks
 
     def __post_init__(self) -> None:
-        check_range("chunking max_tokens", self.max_tokens, 8)
+        super().__post_init__()
         if not 0 <= self.overlap_tokens < self.max_tokens:
             raise ConfigError(
-                f"chunking overlap_tokens must be in [0, max_tokens={self.max_tokens}), got {self.overlap_tokens}"
+                f"ChunkingConfig.overlap_tokens must be in [0, max_tokens={self.max_tokens}), got {self.overlap_tokens}"
             )
 
 
 @dataclass(frozen=True)
-class ExtractionConfig:
+class ExtractionConfig(Checked):
     extractor: str = "gliner"  # "gliner" (GLiNER + GLiREL) or "spacy"
     gliner_model: str = "gliner_mediumv2.1"  # folder name under the models dir, or a path
     glirel_model: str = "glirel-large-v0"
     spacy_model: str = "en_core_web_sm"  # an installed spaCy package or a path
     # spaCy label -> user entity type; None means the built-in OntoNotes mapping for "general".
     spacy_label_map: dict[str, str] | None = None
-    entity_threshold: float = 0.5  # GLiNER's own recommended default
-    relation_threshold: float = 0.5
-    batch_size: int = 8
+    entity_threshold: float = allowed(0.5, "[0, 1]")  # GLiNER's own recommended default
+    relation_threshold: float = allowed(0.5, "[0, 1]")
+    batch_size: int = allowed(8, ">= 1")
     device: str | None = None  # None: CUDA -> MPS -> CPU
     half_precision: bool = True  # fp16 on CUDA only
     cooccurrence_relation: str = "related to"  # label used by the co-occurrence fallback
     # "int8": GLiNER/GLiREL linear layers as dynamic int8 on CPU. Faster, but scores move a
     # little (agreement with fp32 in bench/RESULTS.md), so fp32 stays the default.
-    quantize: str | None = None
+    quantize: str | None = allowed(None, (None, "int8"))
     # "onnx": the models' encoders run by ONNX Runtime on the CPU (same weights, same predictions
     # to float rounding; faster on CPU, see bench/RESULTS.md). "torch": PyTorch runs them all.
-    runtime: str = "torch"
+    runtime: str = allowed("torch", ("torch", "onnx"))
 
     def __post_init__(self) -> None:
-        if self.quantize not in (None, "int8"):
-            raise ConfigError(f"extraction quantize must be None or 'int8', got {self.quantize!r}")
-        if self.runtime not in ("torch", "onnx"):
-            raise ConfigError(f"extraction runtime must be 'torch' or 'onnx', got {self.runtime!r}")
+        super().__post_init__()
         if self.runtime == "onnx" and self.quantize:
             raise ConfigError(
                 "extraction runtime 'onnx' and quantize 'int8' cannot be combined. To fix: choose one "
                 "(--runtime onnx keeps fp32 predictions; --quantize int8 changes them a little)"
             )
-        check_ranges("extraction", self, entity_threshold=(0.0, 1.0), relation_threshold=(0.0, 1.0), batch_size=1)
 
 
 @dataclass(frozen=True)
-class ResolutionConfig:
+class ResolutionConfig(Checked):
     enabled: bool = True
     # Conservative: an alias merges only inside one type and only when both a string rule and
     # (when an embedder is present) embedding similarity agree.
-    embedding_threshold: float = 0.6
-    string_threshold: float = 0.9  # difflib ratio for near-identical spellings
-
-    def __post_init__(self) -> None:
-        check_ranges("resolution", self, embedding_threshold=(0.0, 1.0), string_threshold=(0.0, 1.0))
+    embedding_threshold: float = allowed(0.6, "[0, 1]")
+    string_threshold: float = allowed(0.9, "[0, 1]")  # difflib ratio for near-identical spellings
 
 
 @dataclass(frozen=True)
-class CommunityConfig:
-    max_cluster_size: int = 10  # as in GraphRAG's default hierarchical Leiden
+class CommunityConfig(Checked):
+    max_cluster_size: int = allowed(10, ">= 1")  # as in GraphRAG's default hierarchical Leiden
     seed: int = 0xDEADBEEF
-    resolution: float = 1.0
-
-    def __post_init__(self) -> None:
-        check_range("communities max_cluster_size", self.max_cluster_size, 1)
-        if not self.resolution > 0:
-            raise ConfigError(f"communities resolution must be > 0, got {self.resolution}")
+    resolution: float = allowed(1.0, "> 0")
 
 
 @dataclass(frozen=True)
-class LLMConfig:
+class LLMConfig(Checked):
     model: str = "Llama-3.2-3B-Instruct-Q4_K_M.gguf"  # file under the models dir, or a path
     chat_format: str | None = None  # None: the template stored in the GGUF
-    n_ctx: int = 4096
+    n_ctx: int = allowed(4096, ">= 256")
     n_gpu_layers: int | None = None  # None: -1 when llama.cpp has GPU offload, else 0
     n_threads: int | None = None  # generation threads; None: one per CPU core (gguf.generation_threads)
     seed: int = 0
     # No temperature: reports and answers decode greedily, which replaying them from the call
     # cache (and one cache key for `stream` and `complete`) relies on.
-    max_report_tokens: int = 800
+    max_report_tokens: int = allowed(800, ">= 1")
     # Context per report; None: what n_ctx leaves after the output. Smaller is faster on a CPU.
-    report_context_tokens: int | None = None
+    report_context_tokens: int | None = allowed(None, ">= 1 or None")
     # Communities of fewer entities get no report (1: every community, as in GraphRAG). Each
     # report is a model call; on a CPU, skipping the smallest communities saves most of the build.
-    report_min_size: int = 1
-
-    def __post_init__(self) -> None:
-        check_ranges("llm", self, n_ctx=256, max_report_tokens=1, report_min_size=1)
-        if self.report_context_tokens is not None:
-            check_range("llm report_context_tokens", self.report_context_tokens, 1)
+    report_min_size: int = allowed(1, ">= 1")
 
 
 @dataclass(frozen=True)
-class TreeConfig:
+class TreeConfig(Checked):
     """RAPTOR's tree of recursive summaries (Sarthi et al. 2024; parthsarthi03/raptor's defaults).
 
     Off by default: every cluster is a model call, and on 2 CPU cores the tree adds about as
@@ -131,23 +144,19 @@ class TreeConfig:
     """
 
     enabled: bool = False
-    reduction_dim: int = 10  # UMAP components (RAPTOR's reduction_dimension)
-    threshold: float = 0.1  # soft assignment: a node joins every cluster above this probability
-    max_clusters: int = 50  # BIC tries 1..this many Gaussian components (RAPTOR: 50)
-    max_layers: int = 5
-    stop_nodes: int = 10  # no layer above one of at most this many nodes (RAPTOR: reduction_dim + 1)
+    reduction_dim: int = allowed(10, ">= 2")  # UMAP components (RAPTOR's reduction_dimension)
+    threshold: float = allowed(0.1, "[0, 1]")  # soft assignment: a node joins every cluster above this probability
+    max_clusters: int = allowed(50, ">= 1")  # BIC tries 1..this many Gaussian components (RAPTOR: 50)
+    max_layers: int = allowed(5, ">= 1")
+    stop_nodes: int = allowed(10, ">= 1")  # no layer above one of at most this many nodes (RAPTOR: reduction_dim + 1)
     # Text per summary prompt; an over-budget cluster is clustered again. RAPTOR used 3,500 with
     # 4k+ windows; less keeps a CPU's prompt processing short and fits n_ctx=4096 with room.
-    cluster_tokens: int = 2000
+    cluster_tokens: int = allowed(2000, ">= 64")
     # Output per summary: RAPTOR's summarization_length. A cut-off one is asked again with 64 more;
     # the small offline models rarely finish even then, and a longer limit did not save calls
     # (bench/RESULTS.md, "RAPTOR trees").
-    summary_tokens: int = 100
+    summary_tokens: int = allowed(100, ">= 8")
     seed: int = 224  # RAPTOR's RANDOM_SEED: UMAP and the mixture are seeded, so a rebuild is identical
-
-    def __post_init__(self) -> None:
-        check_ranges("tree", self, reduction_dim=2, threshold=(0.0, 1.0), max_clusters=1, max_layers=1)
-        check_ranges("tree", self, stop_nodes=1, cluster_tokens=64, summary_tokens=8)
 
 
 @dataclass(frozen=True)

@@ -2,52 +2,10 @@
 
 from __future__ import annotations
 
-import operator
-import re
-from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
 
+from tiny_graphrag.config import Checked, allowed
 from tiny_graphrag.errors import ConfigError
-
-T = TypeVar("T")
-_COMPARE = {"[": operator.le, "(": operator.lt, "]": operator.ge, ")": operator.gt, ">=": operator.ge, ">": operator.gt}
-
-
-def allowed(default: T, rule: str | tuple[str, ...]) -> T:
-    """A field with a default and a rule its value must keep to (checked by `Checked`): a tuple
-    of choices, or a range as the error shows it: "[lo, hi)" (brackets as in mathematics) or
-    ">= x" / "> x", after "an integer " for an int only (not a bool), before " or None" to
-    allow None."""
-    return field(default=default, metadata={"rule": rule})
-
-
-def _keeps_to(rule: str | tuple[str, ...], value: Any) -> bool:
-    if isinstance(rule, tuple):
-        return value in rule
-    if value is None:
-        return rule.endswith(" or None")
-    spec = rule.removesuffix(" or None")
-    if spec.startswith("an integer "):
-        if type(value) is not int:
-            return False
-        spec = spec.removeprefix("an integer ")
-    if m := re.fullmatch(r"([\[(])(\S+), (\S+)([\])])", spec):
-        return bool(_COMPARE[m[1]](float(m[2]), value) and _COMPARE[m[4]](float(m[3]), value))
-    op, bound = spec.split()
-    return bool(_COMPARE[op](value, float(bound)))
-
-
-class Checked:
-    """Settings whose fields' rules (`allowed`) are checked on creation: a ConfigError names the
-    first field that breaks its rule, and the rule."""
-
-    def __post_init__(self) -> None:
-        for f in fields(self):  # type: ignore[arg-type]
-            rule, value = f.metadata.get("rule"), getattr(self, f.name)
-            if rule is not None and not _keeps_to(rule, value):
-                shown = f"{', '.join(map(repr, rule[:-1]))} or {rule[-1]!r}" if isinstance(rule, tuple) else rule
-                shown = f"in {shown}" if shown[0] in "[(" else shown
-                raise ConfigError(f"{type(self).__name__}.{f.name} must be {shown}, got {value!r}")
 
 
 @dataclass(frozen=True)
