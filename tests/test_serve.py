@@ -117,6 +117,10 @@ def test_only_context_and_lookups(client, engine, index, no_network):
     graph = client.get("/api/indexes/idx/graph", params={"ids": str(entity["id"])}).json()
     neighbours = {r["to"] for r in entity["relations"]} | {r["from"] for r in entity["relations"]}
     assert {n["id"] for n in graph["nodes"]} == neighbours | {entity["id"]}
+    # edges in the nodes' order (they came in the hash order of a set: another order per process)
+    position = {n["id"]: i for i, n in enumerate(graph["nodes"])}
+    keys = [(position[e["from"]], position[e["to"]], e["label"]) for e in graph["edges"]]
+    assert graph["edges"] and keys == sorted(keys)
     by_source = client.get("/api/indexes/idx/graph", params={"sources": str(entity["mentions"][0]["source"])}).json()
     assert entity["id"] in {n["id"] for n in by_source["nodes"] if n["seed"]}
 

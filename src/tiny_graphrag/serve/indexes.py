@@ -140,9 +140,14 @@ class ServedIndex:
         around = {n for k in seeds for n in (*graph.successors(k), *graph.predecessors(k))} - set(seeds)
         keep = seeds + sorted(around, key=lambda k: (-graph.degree(k), k))[: MAX_GRAPH_NODES - len(seeds)]
         shown = set(keep)
+        # In the nodes' order: a subgraph view iterates a set of nodes, whose order follows the
+        # process's string hashing, so the same request got its edges in another order per process.
+        order = {k: i for i, k in enumerate(keep)}
         edges = [
             {"from": graph.nodes[u]["hid"], "to": graph.nodes[v]["hid"], "label": d["label"]}
-            for u, v, d in graph.subgraph(keep).edges(data=True)
+            for u, v, d in sorted(
+                graph.subgraph(keep).edges(data=True), key=lambda e: (order[e[0]], order[e[1]], e[2]["label"])
+            )
         ]
         return {
             "nodes": [{**self.node(k), "seed": k in seeds} for k in keep],
