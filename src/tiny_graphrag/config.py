@@ -26,7 +26,7 @@ def allowed(default: T, rule: str | tuple[str | None, ...]) -> T:
     return field(default=default, metadata={"rule": rule})
 
 
-def keeps_to(rule: str | tuple[str | None, ...], value: Any) -> bool:
+def _keeps_to(rule: str | tuple[str | None, ...], value: Any) -> bool:
     if isinstance(rule, tuple):
         return value in rule
     if value is None:
@@ -49,7 +49,7 @@ class Checked:
     def __post_init__(self) -> None:
         for f in fields(self):  # type: ignore[arg-type]
             rule, value = f.metadata.get("rule"), getattr(self, f.name)
-            if rule is not None and not keeps_to(rule, value):
+            if rule is not None and not _keeps_to(rule, value):
                 shown = f"{', '.join(map(repr, rule[:-1]))} or {rule[-1]!r}" if isinstance(rule, tuple) else rule
                 shown = f"in {shown}" if shown[0] in "[(" else shown
                 raise ConfigError(f"{type(self).__name__}.{f.name} must be {shown}, got {value!r}")

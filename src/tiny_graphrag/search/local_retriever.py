@@ -88,7 +88,8 @@ class LocalRetriever:
             with timer("link"):
                 linked = self.link(query, query_vector, config)
         with timer("retrieve"):
-            hybrid = hybrid or self.hybrid.rank(query, query_vector, fusion=fusion, where=where)
+            if hybrid is None:
+                hybrid = self.hybrid.rank(query, query_vector, fusion=fusion, where=where)
             if not linked or len(self.index) == 0:
                 return LocalCandidates(tuple(linked), (), (), (), hybrid.fused, hybrid, ())
             mass, chunk_mass = self.index.personalized_pagerank(
