@@ -189,6 +189,27 @@ def test_global_search_maps_only_the_selected_reports_by_default(index, embedder
     assert d["map_calls_saved_by_selection"] == level.details["map_chunks"] - d["map_chunks"]
 
 
+def test_the_level_way_packs_its_reports_once_and_counts_its_own_batches(index, embedder, monkeypatch):
+    from tiny_graphrag.search import global_search, report_index
+
+    packs = []
+
+    def counting(reports, *args, **kw):
+        packs.append(len(reports))
+        return pack(reports, *args, **kw)
+
+    pack = global_search.pack_report_batches
+    monkeypatch.setattr(global_search, "pack_report_batches", counting)
+    monkeypatch.setattr(report_index, "pack_report_batches", counting)
+    config = GlobalConfig(selection="level", level=0)
+    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder) as qe:
+        r = qe.global_search("Where did Alan Turing study and work?", config=config)
+        level0 = len(qe.index.globals.at_level(0))
+    assert packs == [level0]  # the old code packed the level twice: once more for the count of map calls
+    assert r.details["map_chunks_without_selection"] == r.details["map_chunks"]
+    assert r.details["map_calls_saved_by_selection"] == 0
+
+
 def test_a_question_nothing_is_near_gets_no_model_call_and_names_the_closest_communities(index, embedder):
     llm = FakeLLM(citing_responder)
     with QueryEngine(index, llm=llm, embedder=embedder) as qe:

@@ -215,10 +215,11 @@ def choose_reports(
         return pack_report_batches(reports, chunk_tokens, counter, seed=config.shuffle_seed)
 
     level_way = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
-    without = globals_.packed(level_way, chunk_tokens, counter, config.shuffle_seed)[0]
-    if config.selection != "dynamic":
+    if config.selection != "dynamic":  # the level way's batches are its own count: packed once
         pool = globals_.at_level(level_way)
-        return Mapped(level_way, len(pool), len(pool), pack(pool), without)
+        batches = pack(pool)
+        return Mapped(level_way, len(pool), len(pool), batches, len(batches))
+    without = globals_.packed(level_way, chunk_tokens, counter, config.shuffle_seed)[0]
     qvec = index.embed_query(query)
     similarities = report_similarities(globals_, qvec, index.embed_texts)
     level_tokens = globals_.level_tokens(chunk_tokens, counter)
