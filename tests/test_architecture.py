@@ -5,7 +5,8 @@ inside a function or under TYPE_CHECKING (a type-only arrow is still a dependenc
 - a search mode never imports the engine (the facade): it is a function over a SearchIndex;
 - storage (index/) imports no display code (outputs/) and no build or search code;
 - no `_private` name is imported from another module;
-- modules stay under the size a reader takes in at once, and the top level stays small.
+- modules stay under the size a reader takes in at once, and the top level stays small;
+- docs/architecture.md's table of packages names every module there is, and none that is gone.
 """
 
 from __future__ import annotations
@@ -99,6 +100,24 @@ def test_module_sizes_and_top_level():
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
     top = [p.name for p in PACKAGE.glob("*.py")]
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+def test_the_architecture_page_names_each_module_of_each_package():
+    import re
+
+    rows = {}
+    for line in (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines():
+        if m := re.fullmatch(r"\| (?:`(\w+)/`|top level) \| (.*) \|", line.strip()):
+            rows[m.group(1) or ""] = m.group(2)
+    assert rows.keys() == {""} | {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    for package, text in rows.items():
+        folder = PACKAGE / package
+        modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "__main__"}
+        modules |= {p.parent.name for p in folder.glob("*/__init__.py")} if package else set()
+        named = set(re.findall(r"`(\w+)/?`", text))
+        described = set(re.findall(r"`(\w+)/?` \(", text))  # "`store` (...)": a module with what it holds
+        assert modules <= named, f"docs/architecture.md, {package or 'top level'}: not named {modules - named}"
+        assert described <= modules, f"docs/architecture.md, {package or 'top level'}: gone {described - modules}"
 
 
 def test_the_checker_sees_a_circle(tmp_path, monkeypatch):
