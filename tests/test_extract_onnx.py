@@ -44,7 +44,9 @@ def test_onnx_runtime_gives_the_torch_predictions(tiny_models_dir):
 def test_onnx_settings_are_checked(monkeypatch):
     with pytest.raises(ConfigError, match="'torch' or 'onnx'"):
         ExtractionConfig(runtime="tensorrt")
-    with pytest.raises(ConfigError, match="cannot be combined"):
+    with pytest.raises(
+        ConfigError, match=r"ExtractionConfig.runtime 'onnx' and ExtractionConfig.quantize 'int8' cannot be combined"
+    ):
         ExtractionConfig(runtime="onnx", quantize="int8")
     with pytest.raises(ConfigError, match="runtime='onnx' runs on the CPU only"):
         runtime_for(ExtractionConfig(runtime="onnx", device="meta"))

@@ -96,8 +96,8 @@ class ExtractionConfig(Checked):
         super().__post_init__()
         if self.runtime == "onnx" and self.quantize:
             raise ConfigError(
-                "extraction runtime 'onnx' and quantize 'int8' cannot be combined. To fix: choose one "
-                "(--runtime onnx keeps fp32 predictions; --quantize int8 changes them a little)"
+                "ExtractionConfig.runtime 'onnx' and ExtractionConfig.quantize 'int8' cannot be combined. To "
+                "fix: choose one (--runtime onnx keeps fp32 predictions; --quantize int8 changes them a little)"
             )
 
 
