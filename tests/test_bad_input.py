@@ -263,3 +263,73 @@ def test_evaluate_never_overwrites_its_out_file(work, capsys):
     assert main(["evaluate", "--index", "nowhere", "--out", "eval.json"]) == 2
     assert "exists" in capsys.readouterr().err
     assert (work / "eval.json").read_text() == "my earlier results"
+
+
+# ---- settings given from Python: a wrong type is named like a wrong value ------------------------
+def _config_classes() -> list[type]:
+    import dataclasses
+
+    from tiny_graphrag import config
+    from tiny_graphrag.search import config as search_config
+
+    return [
+        c
+        for m in (config, search_config)
+        for c in vars(m).values()
+        if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == m.__name__
+    ]
+
+
+def _fields_of_kind(kind: str) -> list[tuple[type, str]]:
+    import dataclasses
+    import typing
+
+    return [
+        (cls, f.name)
+        for cls in _config_classes()
+        for f in dataclasses.fields(cls)
+        if kind in str(typing.get_type_hints(cls)[f.name]).replace("<class '", "").replace("'>", "").split(" | ")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "bad", "named"),
+    [
+        ("int", "5", "an integer"),
+        ("int", 5.0, "an integer"),
+        ("int", True, "an integer"),
+        ("float", "0.5", "a number"),
+        ("float", float("nan"), "a number"),  # NaN compares False with every threshold: it would switch one off
+        ("float", False, "a number"),
+        ("str", 3, "a string"),
+        ("bool", "no", "True or False"),  # "no" is truthy: it would have meant yes
+    ],
+)
+def test_every_setting_of_the_wrong_type_is_a_config_error_naming_it(kind, bad, named):
+    from tiny_graphrag.errors import ConfigError
+
+    fields = _fields_of_kind(kind)
+    assert len(fields) >= 5  # the search found the settings of this type
+    for cls, name in fields:
+        with pytest.raises(ConfigError, match=rf"^{cls.__name__}\.{name} must be {named}"):
+            cls(**{name: bad})
+
+
+def test_every_config_class_is_checked_and_its_sections_too():
+    from tiny_graphrag.config import BuildConfig, Checked
+    from tiny_graphrag.errors import ConfigError
+    from tiny_graphrag.search.config import SearchConfig
+
+    assert all(issubclass(c, Checked) for c in _config_classes())
+    with pytest.raises(ConfigError, match=r"^SearchConfig\.local must be LocalConfig\(\.\.\.\), got 'fast'"):
+        SearchConfig(local="fast")
+    with pytest.raises(ConfigError, match=r"^BuildConfig\.llm must be LLMConfig\(\.\.\.\), got \{"):
+        BuildConfig(llm={"n_ctx": 2048})  # a dict is not rebuilt here: from_dict does that for manifests
+    with pytest.raises(ConfigError, match=r"^SearchConfig\.n_ctx must be an integer or None, got '4096'"):
+        SearchConfig(n_ctx="4096")
+    # what a manifest holds (JSON: lists, ints for floats) still reads back
+    from tiny_graphrag.config import from_dict
+
+    stored = {"documents": {"text_columns": ["title", "body"]}, "communities": {"resolution": 1}}
+    built = from_dict(BuildConfig, stored)
+    assert built.documents.text_columns == ("title", "body") and built.communities.resolution == 1

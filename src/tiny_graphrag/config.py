@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import operator
 import re
+import types
+import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from tiny_graphrag.errors import ConfigError
 
 # The library's version (pyproject.toml reads it from here); every index records the one that built it.
-VERSION = "0.6.1"
+VERSION = "0.6.2"
 
 
 T = TypeVar("T")
@@ -21,8 +25,7 @@ _COMPARE = {"[": operator.le, "(": operator.lt, "]": operator.ge, ")": operator.
 def allowed(default: T, rule: str | tuple[str | None, ...]) -> T:
     """A field with a default and a rule its value must keep to (checked by `Checked`): a tuple
     of choices, or a range as the error shows it: "[lo, hi)" (brackets as in mathematics) or
-    ">= x" / "> x", after "an integer " for an int only (not a bool), before " or None" to
-    allow None."""
+    ">= x" / "> x", before " or None" to allow None. The field's type is checked apart, by its annotation."""
     return field(default=default, metadata={"rule": rule})
 
 
@@ -32,23 +35,47 @@ def _keeps_to(rule: str | tuple[str | None, ...], value: Any) -> bool:
     if value is None:
         return rule.endswith(" or None")
     spec = rule.removesuffix(" or None")
-    if spec.startswith("an integer "):
-        if type(value) is not int:
-            return False
-        spec = spec.removeprefix("an integer ")
     if m := re.fullmatch(r"([\[(])(\S+), (\S+)([\])])", spec):
         return bool(_COMPARE[m[1]](float(m[2]), value) and _COMPARE[m[4]](float(m[3]), value))
     op, bound = spec.split()
     return bool(_COMPARE[op](value, float(bound)))
 
 
+_KINDS = {int: "an integer", float: "a number", str: "a string", bool: "True or False", type(None): "None"}
+_KINDS |= {tuple: "a tuple", dict: "a dict"}
+
+
+def _alternatives(hint: Any) -> tuple[Any, ...]:
+    union = isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
+    return typing.get_args(hint) if union else (hint,)
+
+
+def _has_type(hint: Any, value: Any) -> bool:
+    """Whether `value` is of a field's declared type: a number is not a bool, a float not NaN (it
+    compares False with every threshold); tuples and dicts are checked as such, not their items."""
+    for kind in _alternatives(hint):
+        if kind is int:
+            ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        elif kind is float:
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value)
+        else:
+            ok = isinstance(value, typing.get_origin(kind) or kind)
+        if ok:
+            return True
+    return False
+
+
 class Checked:
-    """Settings whose fields' rules (`allowed`) are checked on creation: a ConfigError names the
-    first field that breaks its rule, and the rule."""
+    """Settings whose fields' types and rules (`allowed`) are checked on creation: a ConfigError
+    names the first field of the wrong type or breaking its rule, and what it must be."""
 
     def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
         for f in fields(self):  # type: ignore[arg-type]
-            rule, value = f.metadata.get("rule"), getattr(self, f.name)
+            rule, value, hint = f.metadata.get("rule"), getattr(self, f.name), hints[f.name]
+            if not _has_type(hint, value):
+                kinds = [_KINDS.get(typing.get_origin(k) or k) or f"{k.__name__}(...)" for k in _alternatives(hint)]
+                raise ConfigError(f"{type(self).__name__}.{f.name} must be {' or '.join(kinds)}, got {value!r}")
             if rule is not None and not _keeps_to(rule, value):
                 shown = f"{', '.join(map(repr, rule[:-1]))} or {rule[-1]!r}" if isinstance(rule, tuple) else rule
                 shown = f"in {shown}" if shown[0] in "[(" else shown
@@ -160,7 +187,7 @@ class TreeConfig(Checked):
 
 
 @dataclass(frozen=True)
-class DocumentsConfig:
+class DocumentsConfig(Checked):
     """How tables (CSV, JSON Lines, JSON, Parquet) are read: one document per row, as GraphRAG's
     input options. Other columns become the document's metadata."""
 
@@ -168,12 +195,14 @@ class DocumentsConfig:
     title_column: str | None = None  # its value titles the row (embedded with it, shown in citations)
 
     def __post_init__(self) -> None:  # a manifest stores a list, a caller may pass one name
-        cols = (self.text_columns,) if isinstance(self.text_columns, str) else tuple(self.text_columns)
+        cols = self.text_columns
+        cols = (cols,) if isinstance(cols, str) else tuple(cols) if isinstance(cols, (list, tuple)) else cols
         object.__setattr__(self, "text_columns", cols)
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
-class BuildConfig:
+class BuildConfig(Checked):
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
     resolution: ResolutionConfig = field(default_factory=ResolutionConfig)

@@ -98,7 +98,7 @@ class GlobalConfig(Checked):
     # deepest within `max_map_chunks`). Chosen on the tune half of bench/data/global_questions.json
     # (bench/RESULTS.md, "Dynamic community selection").
     selection: str = allowed("dynamic", ("dynamic", "level"))
-    dynamic_map_calls: int = allowed(3, "an integer >= 1")
+    dynamic_map_calls: int = allowed(3, ">= 1")
     dynamic_share: float = allowed(0.3, "(0, 1]")  # a share of a level's text
     dynamic_cutoff: float = allowed(
         0.2, "[0, 1]"
@@ -131,7 +131,7 @@ class GlobalConfig(Checked):
 
 
 @dataclass(frozen=True)
-class NaiveConfig:
+class NaiveConfig(Checked):
     top_chunks: int = 20  # candidates packed until the budget is full
     # No keyword hit and no chunk above this cosine: nothing in the index is relevant, so the
     # answer says so without a model call (unrelated texts score about 0-0.15 with MiniLM).
@@ -152,7 +152,7 @@ class TreeSearchConfig(Checked):
 
 
 @dataclass(frozen=True)
-class SearchConfig:
+class SearchConfig(Checked):
     fusion: FusionConfig = field(default_factory=FusionConfig)
     local: LocalConfig = field(default_factory=LocalConfig)
     global_: GlobalConfig = field(default_factory=GlobalConfig)
