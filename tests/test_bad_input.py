@@ -299,7 +299,11 @@ def _fields_of_kind(kind: str) -> list[tuple[type, str]]:
         ("int", 5.0, "an integer"),
         ("int", True, "an integer"),
         ("float", "0.5", "a number"),
-        ("float", float("nan"), "a number"),  # NaN compares False with every threshold: it would switch one off
+        (
+            "float",
+            float("nan"),
+            "a number, not NaN",
+        ),  # NaN compares False with every threshold: it would switch one off
         ("float", False, "a number"),
         ("str", 3, "a string"),
         ("bool", "no", "True or False"),  # "no" is truthy: it would have meant yes

@@ -324,3 +324,43 @@ def test_training_leaves_the_callers_random_state_alone():
     assert draws() == expected
     with loop.seeded(0):
         assert draws() == inside  # and the same seed gives the same draws every time
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--max-steps", "0", "must be >= 1, got 0"),  # was ignored: 0 trained the full 200 steps
+        ("--max-steps", "-3", "must be >= 1, got -3"),  # was "-3 steps" and an untrained model written
+        ("--freeze-layers", "-1", "must be >= 0, got -1"),
+        ("--epochs", "nan", "must be a number, not NaN, got nan"),  # was a traceback
+        ("--lr", "inf", "must be in (0, 1], got inf"),  # was a model of NaN weights written
+        ("--seed", "-1", "must be in [0, 4294967295], got -1"),  # was numpy's traceback
+        ("--batch-size", "0", "must be >= 1, got 0"),
+        ("--batch-size", "two", "expected an integer, got 'two'"),
+    ],
+)
+def test_training_options_out_of_range_are_refused_before_any_work(tmp_path, capsys, option, value, message):
+    from tiny_graphrag.cli import main
+
+    argv = ["models", "finetune", "gliner", "--base", "starter", "--data", str(tmp_path / "none.jsonl")]
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--out", str(tmp_path / "m"), option, value])
+    assert exit_.value.code == 2
+    assert f"argument {option}: {message}" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_training_settings_from_python_name_the_field_before_reading_anything(tmp_path):
+    from tiny_graphrag.errors import ConfigError
+    from tiny_graphrag.finetune.api import evaluate, finetune
+
+    missing = tmp_path / "none.jsonl"  # never read: the settings are checked first
+    with pytest.raises(ConfigError, match=r"^TrainSettings\.max_steps must be >= 1 or None, got 0"):
+        finetune("gliner", "starter", missing, tmp_path / "m", max_steps=0)
+    with pytest.raises(ConfigError, match=r"^TrainSettings\.batch_size must be an integer, got '8'"):
+        finetune("gliner", "starter", missing, tmp_path / "m", batch_size="8")
+    with pytest.raises(ConfigError, match=r"^TrainSettings\.threshold must be in \[0, 1\], got 2"):
+        evaluate("gliner", "starter", missing, threshold=2)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ConfigError, match=r"^TrainSettings\.warmup must be in \[0, 1\], got 1.5"):
+        TrainSettings(warmup=1.5)

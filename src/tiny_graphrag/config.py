@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import numbers
@@ -9,6 +10,7 @@ import operator
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
@@ -51,18 +53,32 @@ def _alternatives(hint: Any) -> tuple[Any, ...]:
 
 
 def _has_type(hint: Any, value: Any) -> bool:
-    """Whether `value` is of a field's declared type: a number is not a bool, a float not NaN (it
-    compares False with every threshold); tuples and dicts are checked as such, not their items."""
+    """Whether `value` is of a field's declared type: a number is not a bool; tuples and dicts are
+    checked as such, not their items."""
     for kind in _alternatives(hint):
         if kind is int:
             ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
         elif kind is float:
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value)
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
         else:
             ok = isinstance(value, typing.get_origin(kind) or kind)
         if ok:
             return True
     return False
+
+
+def _fault(hint: Any, rule: str | tuple[str | None, ...] | None, value: Any) -> str | None:
+    """What a field's value must be ("must be an integer", "must be in [0, 1]") when its type or
+    its rule refuses `value`; None when it keeps to both."""
+    if not _has_type(hint, value):
+        kinds = [_KINDS.get(typing.get_origin(k) or k) or f"{k.__name__}(...)" for k in _alternatives(hint)]
+        return f"must be {' or '.join(kinds)}"
+    if isinstance(value, float) and math.isnan(value):
+        return "must be a number, not NaN"  # it compares False with every threshold: it would switch one off
+    if rule is None or _keeps_to(rule, value):
+        return None
+    shown = f"{', '.join(map(repr, rule[:-1]))} or {rule[-1]!r}" if isinstance(rule, tuple) else rule
+    return f"must be {'in ' if shown[0] in '[(' else ''}{shown}"
 
 
 class Checked:
@@ -72,14 +88,28 @@ class Checked:
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
         for f in fields(self):  # type: ignore[arg-type]
-            rule, value, hint = f.metadata.get("rule"), getattr(self, f.name), hints[f.name]
-            if not _has_type(hint, value):
-                kinds = [_KINDS.get(typing.get_origin(k) or k) or f"{k.__name__}(...)" for k in _alternatives(hint)]
-                raise ConfigError(f"{type(self).__name__}.{f.name} must be {' or '.join(kinds)}, got {value!r}")
-            if rule is not None and not _keeps_to(rule, value):
-                shown = f"{', '.join(map(repr, rule[:-1]))} or {rule[-1]!r}" if isinstance(rule, tuple) else rule
-                shown = f"in {shown}" if shown[0] in "[(" else shown
-                raise ConfigError(f"{type(self).__name__}.{f.name} must be {shown}, got {value!r}")
+            value = getattr(self, f.name)
+            if fault := _fault(hints[f.name], f.metadata.get("rule"), value):
+                raise ConfigError(f"{type(self).__name__}.{f.name} {fault}, got {value!r}")
+
+
+def option_type(cls: type[Checked], name: str) -> Callable[[str], Any]:
+    """An argparse `type` for the number field `name` of `cls`: the command line refuses what the
+    class would, and argparse's error names the option ("argument --lr: must be in (0, 1], got 0.0")."""
+    field_ = next(f for f in fields(cls) if f.name == name)  # type: ignore[arg-type]
+    hint = typing.get_type_hints(cls)[name]
+    kind = next(k for k in _alternatives(hint) if k in (int, float))
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {_KINDS[kind]}, got {text!r}") from None
+        if fault := _fault(hint, field_.metadata.get("rule"), value):
+            raise argparse.ArgumentTypeError(f"{fault.removesuffix(' or None')}, got {value!r}")
+        return value
+
+    return parse
 
 
 @dataclass(frozen=True)

@@ -66,13 +66,7 @@ def finetune(
 ) -> dict[str, Any]:
     """Fine-tune GLiNER (kind 'gliner') or GLiREL ('glirel') from `base` on the examples in `data`;
     the best checkpoint on `eval_data` (else the last) is written to `out`. Returns a summary."""
-    if batch_size < 1 or epochs <= 0 or lr <= 0 or min_steps < 0:
-        raise ConfigError("--batch-size, --epochs and --lr must be positive (--min-steps 0 or more)")
-    trainer = _trainer(kind)
-    base_dir = resolve(base, kind, models_dir)
-    train = read_examples(data)
-    dev = read_examples(eval_data) if eval_data else None
-    settings = TrainSettings(
+    settings = TrainSettings(  # checked before anything is read or loaded
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
@@ -83,6 +77,10 @@ def finetune(
         seed=seed,
         progress=progress,
     )
+    trainer = _trainer(kind)
+    base_dir = resolve(base, kind, models_dir)
+    train = read_examples(data)
+    dev = read_examples(eval_data) if eval_data else None
     out = Path(out)
     result = getattr(trainer, f"finetune_{kind}")(base_dir, train, dev, out, settings)
     return {
@@ -110,6 +108,8 @@ def evaluate(
     models_dir: str | os.PathLike[str] | None = None,
 ) -> Score:
     """Entity (gliner) or relation (glirel, given gold entities) micro P/R/F1 with a 95% interval."""
+    if threshold is not None:
+        TrainSettings(threshold=threshold)  # the same range as training's: a ConfigError names it
     evaluator = getattr(_trainer(kind), f"evaluate_{kind}")
     folder = resolve(model, kind, models_dir)
     return evaluator(folder, read_examples(data), threshold=threshold, device=device, zero_shot=zero_shot)

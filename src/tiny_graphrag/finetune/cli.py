@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tiny_graphrag.config import option_type
 from tiny_graphrag.finetune.api import evaluate, finetune
+from tiny_graphrag.finetune.loop import TrainSettings
 
 FORMATS_HELP = (
     "JSONL, one example per line: friendly {'text', 'entities': [{'start', 'end', 'label'}], "
@@ -34,20 +36,47 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
         "--out", required=True, type=Path, help="the new model folder (an existing model folder is replaced)"
     )
     f.add_argument(
-        "--epochs", type=float, default=3.0, help="passes over the training data (more when --min-steps needs them)"
+        "--epochs",
+        type=option_type(TrainSettings, "epochs"),
+        default=3.0,
+        help="passes over the training data (more when --min-steps needs them)",
     )
-    f.add_argument("--batch-size", type=int, default=8, help="examples per step (lower it if memory runs out)")
-    f.add_argument("--lr", type=float, default=1e-4, help="learning rate of the encoder; the layers on top use 30x")
     f.add_argument(
-        "--min-steps", type=int, default=200, help="train at least this many steps, however few the examples"
+        "--batch-size",
+        type=option_type(TrainSettings, "batch_size"),
+        default=8,
+        help="examples per step (lower it if memory runs out)",
     )
-    f.add_argument("--max-steps", type=int, help="stop after this many steps")
-    f.add_argument("--freeze-layers", type=int, help="encoder layers kept fixed from the bottom (default: all but 2)")
-    f.add_argument("--seed", type=int, default=0, help="seed: the same seed and data give the same model")
+    f.add_argument(
+        "--lr",
+        type=option_type(TrainSettings, "lr"),
+        default=1e-4,
+        help="learning rate of the encoder; the layers on top use 30x",
+    )
+    f.add_argument(
+        "--min-steps",
+        type=option_type(TrainSettings, "min_steps"),
+        default=200,
+        help="train at least this many steps, however few the examples",
+    )
+    f.add_argument("--max-steps", type=option_type(TrainSettings, "max_steps"), help="stop after this many steps")
+    f.add_argument(
+        "--freeze-layers",
+        type=option_type(TrainSettings, "freeze_layers"),
+        help="encoder layers kept fixed from the bottom (default: all but 2)",
+    )
+    f.add_argument(
+        "--seed",
+        type=option_type(TrainSettings, "seed"),
+        default=0,
+        help="seed: the same seed and data give the same model",
+    )
     e.add_argument("--model", required=True, help="model folder or name under models/ ('starter': the starter pair)")
     e.add_argument("--data", required=True, type=Path, help="test examples: " + FORMATS_HELP)
     e.add_argument(
-        "--threshold", type=float, help="minimum score of a prediction (default: the one chosen at training, else 0.5)"
+        "--threshold",
+        type=option_type(TrainSettings, "threshold"),
+        help="minimum score of a prediction (default: the one chosen at training, else 0.5)",
     )
     e.add_argument(
         "--zero-shot", action="store_true", help="also score labels the model was never trained on (else refused)"

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tiny_graphrag.config import Checked, allowed
 from tiny_graphrag.errors import ConfigError, OutputError
 from tiny_graphrag.finetune.data import Example
 from tiny_graphrag.finetune.labels import trained_labels, write_trained_labels
@@ -40,27 +41,29 @@ MODEL_MARKERS = ("gliner_config.json", "glirel_config.json")
 
 
 @dataclass
-class TrainSettings:
-    epochs: float = 3.0  # passes over the training set (a fraction stops early)
-    batch_size: int = 8
+class TrainSettings(Checked):
+    epochs: float = allowed(3.0, "(0, 10000]")  # passes over the training set (a fraction stops early)
+    batch_size: int = allowed(8, ">= 1")
     # chosen on the held-out domain's dev sentences (bench/RESULTS.md, "Domain adaptation"): the starter
     # fine-tuned on 100 sentences of a type it never saw learns it at 1e-4 (x30 on top) in 200 steps;
     # 5e-5 (x20) or 100 steps leave its scores below the 0.5 threshold, 2e-4 overshoots
-    lr: float = 1e-4  # learning rate of the encoder's trainable layers
-    head_lr: float | None = None  # of the layers on top (default 30 x lr)
-    min_steps: int = 200  # a few hundred labelled examples still get this many steps (more passes)
-    max_steps: int | None = None  # stop after this many steps whatever `epochs` and `min_steps` say
-    freeze_layers: int | None = None  # encoder layers kept fixed from the bottom (None: all but the top 2)
-    max_words: int = 96  # longer examples are cut (words)
-    eval_every: int | None = None  # steps between checkpoint evaluations (default: once per epoch)
-    warmup: float = 0.1
-    seed: int = 0
+    lr: float = allowed(1e-4, "(0, 1]")  # learning rate of the encoder's trainable layers
+    head_lr: float | None = allowed(None, "(0, 1] or None")  # of the layers on top (default 30 x lr)
+    # a few hundred labelled examples still get this many steps (more passes)
+    min_steps: int = allowed(200, ">= 0")
+    max_steps: int | None = allowed(None, ">= 1 or None")  # stop after this many steps whatever the rest say
+    # encoder layers kept fixed from the bottom (None: all but the top 2)
+    freeze_layers: int | None = allowed(None, ">= 0 or None")
+    max_words: int = allowed(96, ">= 1")  # longer examples are cut (words)
+    eval_every: int | None = allowed(None, ">= 1 or None")  # steps between checkpoint evaluations (default: per epoch)
+    warmup: float = allowed(0.1, "[0, 1]")
+    seed: int = allowed(0, "[0, 4294967295]")  # numpy's seeds
     device: str = "cpu"
-    threshold: float = 0.5
+    threshold: float = allowed(0.5, "[0, 1]")
     # GLiNER's focal loss (its trainer's focal_loss_alpha/gamma; alpha < 0: plain BCE): with ~1 positive
     # span in hundreds, it keeps the few positives from being drowned, which a short run needs
     focal_alpha: float = 0.75
-    focal_gamma: float = 2.0
+    focal_gamma: float = allowed(2.0, ">= 0")
     progress: bool = True
 
     def as_dict(self) -> dict[str, object]:
@@ -321,7 +324,7 @@ def train_loop(
     rng = random.Random(settings.seed)
     per_epoch = max(1, -(-len(train) // settings.batch_size))
     total = max(1, round(settings.epochs * per_epoch), settings.min_steps)
-    if settings.max_steps:
+    if settings.max_steps is not None:
         total = min(total, settings.max_steps)
     every = settings.eval_every or per_epoch
     head_lr = settings.head_lr if settings.head_lr is not None else 30 * settings.lr
