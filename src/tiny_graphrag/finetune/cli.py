@@ -35,42 +35,17 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
     f.add_argument(
         "--out", required=True, type=Path, help="the new model folder (an existing model folder is replaced)"
     )
-    f.add_argument(
-        "--epochs",
-        type=option_type(TrainSettings, "epochs"),
-        default=3.0,
-        help="passes over the training data (more when --min-steps needs them)",
-    )
-    f.add_argument(
-        "--batch-size",
-        type=option_type(TrainSettings, "batch_size"),
-        default=8,
-        help="examples per step (lower it if memory runs out)",
-    )
-    f.add_argument(
-        "--lr",
-        type=option_type(TrainSettings, "lr"),
-        default=1e-4,
-        help="learning rate of the encoder; the layers on top use 30x",
-    )
-    f.add_argument(
-        "--min-steps",
-        type=option_type(TrainSettings, "min_steps"),
-        default=200,
-        help="train at least this many steps, however few the examples",
-    )
-    f.add_argument("--max-steps", type=option_type(TrainSettings, "max_steps"), help="stop after this many steps")
-    f.add_argument(
-        "--freeze-layers",
-        type=option_type(TrainSettings, "freeze_layers"),
-        help="encoder layers kept fixed from the bottom (default: all but 2)",
-    )
-    f.add_argument(
-        "--seed",
-        type=option_type(TrainSettings, "seed"),
-        default=0,
-        help="seed: the same seed and data give the same model",
-    )
+    for flag, help in (
+        ("--epochs", "passes over the training data (more when --min-steps needs them)"),
+        ("--batch-size", "examples per step (lower it if memory runs out)"),
+        ("--lr", "learning rate of the encoder; the layers on top use 30x"),
+        ("--min-steps", "train at least this many steps, however few the examples"),
+        ("--max-steps", "stop after this many steps"),
+        ("--freeze-layers", "encoder layers kept fixed from the bottom (default: all but 2)"),
+        ("--seed", "seed: the same seed and data give the same model"),
+    ):  # each TrainSettings' field: its default, and its range checked as the option is read
+        name = flag[2:].replace("-", "_")
+        f.add_argument(flag, type=option_type(TrainSettings, name), default=getattr(TrainSettings(), name), help=help)
     e.add_argument("--model", required=True, help="model folder or name under models/ ('starter': the starter pair)")
     e.add_argument("--data", required=True, type=Path, help="test examples: " + FORMATS_HELP)
     e.add_argument(
