@@ -42,21 +42,23 @@ def index(tmp_path_factory):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--max-tokens", "0"], "--max-tokens: must be at least 8"),
-        (["--max-tokens", "abc"], "--max-tokens: expected a whole number"),
+        (["--max-tokens", "0"], "--max-tokens: must be >= 8, got 0"),
+        (["--max-tokens", "abc"], "--max-tokens: expected an integer, got 'abc'"),
         (["--overlap", "300", "--max-tokens", "256"], "--overlap 300 must be less than --max-tokens 256"),
         (["--max-tokens", "16"], "pass --overlap N with N < 16"),
-        (["--overlap", "-1"], "--overlap: must be at least 0"),
-        (["--max-cluster-size", "0"], "--max-cluster-size: must be at least 1"),
-        (["--max-cluster-size", "-3"], "--max-cluster-size: must be at least 1"),
+        (["--overlap", "-1"], "--overlap: must be >= 0, got -1"),
+        (["--max-cluster-size", "0"], "--max-cluster-size: must be >= 1, got 0"),
+        (["--max-cluster-size", "-3"], "--max-cluster-size: must be >= 1, got -3"),
         (["--entity-threshold", "1.5"], "--entity-threshold: must be in [0, 1]"),
         (["--relation-threshold", "-0.1"], "--relation-threshold: must be in [0, 1]"),
-        (["--n-ctx", "10"], "--n-ctx: must be at least 256"),
+        (["--n-ctx", "10"], "--n-ctx: must be >= 256, got 10"),
         (["--extractor", "glinr"], "invalid choice: 'glinr'"),
         (["--schema", "genral"], "did you mean 'general'"),
         (["--schema", "missing.toml"], "schema file missing.toml does not exist"),
         (["--device", "tpu"], "expected cpu, cuda, cuda:N or mps"),
-        (["--ray-gpus", "-1"], "must be at least 0, got -1.0"),
+        (["--ray-gpus", "-1"], "--ray-gpus: must be >= 0, got -1.0"),
+        (["--report-context-tokens", "0"], "--report-context-tokens: must be >= 1, got 0"),
+        (["--report-max-tokens", "0"], "--report-max-tokens: must be >= 1, got 0"),
     ],
 )
 def test_invalid_build_settings_name_the_flag_and_range(work, capsys, args, message):
@@ -337,3 +339,42 @@ def test_every_config_class_is_checked_and_its_sections_too():
     stored = {"documents": {"text_columns": ["title", "body"]}, "communities": {"resolution": 1}}
     built = from_dict(BuildConfig, stored)
     assert built.documents.text_columns == ("title", "body") and built.communities.resolution == 1
+
+
+def test_a_number_option_of_a_setting_keeps_to_the_settings_own_range():
+    """The command line reads each BuildConfig number with the class's own rule, so the two cannot
+    disagree: at the rule's lower bound and one step below it, both accept or both refuse."""
+    import argparse
+    import dataclasses
+    import typing
+
+    from tiny_graphrag.config import BuildConfig
+    from tiny_graphrag.errors import ConfigError
+
+    checked = []
+    for action in build_parser()._subparsers._group_actions[0].choices["build"]._actions:
+        if not action.dest.startswith("config.") or action.type in (None, str) or action.choices:
+            continue
+        section, _, name = action.dest.removeprefix("config.").rpartition(".")
+        owner = type(getattr(BuildConfig(), section)) if section else BuildConfig
+        rule = next(f for f in dataclasses.fields(owner) if f.name == name).metadata.get("rule")
+        if rule is None:  # a range the command line checks itself (--overlap, against --max-tokens)
+            continue
+        kind = int if "int" in str(typing.get_type_hints(owner)[name]) else float
+        spec = rule.removesuffix(" or None")
+        bound = kind(spec.strip("[(").split(",")[0].split()[-1])
+        inclusive = spec.startswith(("[", ">="))
+        for value, ok in ((bound, inclusive), (bound - (1 if kind is int else 0.5), False)):
+            try:
+                action.type(str(value))
+                cli_ok = True
+            except argparse.ArgumentTypeError:
+                cli_ok = False
+            try:
+                owner(**{name: value})
+                class_ok = True
+            except ConfigError as exc:  # another field's check (overlap < max_tokens) is not this one's
+                class_ok = not str(exc).startswith(f"{owner.__name__}.{name} must be")
+            assert cli_ok == class_ok == ok, (action.dest, value)
+        checked.append(name)
+    assert len(checked) >= 8, checked

@@ -93,23 +93,29 @@ class Checked:
                 raise ConfigError(f"{type(self).__name__}.{f.name} {fault}, got {value!r}")
 
 
-def option_type(cls: type[Checked], name: str) -> Callable[[str], Any]:
-    """An argparse `type` for the number field `name` of `cls`: the command line refuses what the
-    class would, and argparse's error names the option ("argument --lr: must be in (0, 1], got 0.0")."""
-    field_ = next(f for f in fields(cls) if f.name == name)  # type: ignore[arg-type]
-    hint = typing.get_type_hints(cls)[name]
-    kind = next(k for k in _alternatives(hint) if k in (int, float))
+def number_option(kind: type, rule: str | None, hint: Any = None) -> Callable[[str], Any]:
+    """An argparse `type`: the text read as `kind` (int or float) and checked by `rule` (written as
+    for `allowed`); argparse's error names the option ("argument --top: must be >= 0, got -1")."""
 
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {_KINDS[kind]}, got {text!r}") from None
-        if fault := _fault(hint, field_.metadata.get("rule"), value):
+        if fault := _fault(hint or kind, rule, value):
             raise argparse.ArgumentTypeError(f"{fault.removesuffix(' or None')}, got {value!r}")
         return value
 
     return parse
+
+
+def option_type(cls: type[Checked], name: str) -> Callable[[str], Any]:
+    """The argparse `type` of field `name` of `cls`: for a number, its range checked, so a command
+    line refuses what the class would ("argument --lr: must be in (0, 1], got 0.0"); else `str`."""
+    field_ = next(f for f in fields(cls) if f.name == name)  # type: ignore[arg-type]
+    hint = typing.get_type_hints(cls)[name]
+    kind = next((k for k in _alternatives(hint) if k in (int, float)), None)
+    return number_option(kind, field_.metadata.get("rule"), hint) if kind else str
 
 
 @dataclass(frozen=True)

@@ -3,32 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import math
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tiny_graphrag.config import LLMConfig, number_option, option_type
+from tiny_graphrag.search.config import GlobalConfig, SearchConfig
 
-def _whole(low: int):
-    return _number(low, kind=int)
 
-
-def _number(low: float, high: float = math.inf, kind: type = float):
-    allowed = f"at least {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
-
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            shown = "" if high == math.inf else f" {allowed}"
-            number = "a whole number" if kind is int else "a number"
-            raise argparse.ArgumentTypeError(f"expected {number}{shown}, got '{text}'") from None
-        if not low <= value <= high:  # also refuses nan
-            raise argparse.ArgumentTypeError(f"must be {allowed}, got {value}")
-        return value
-
-    return parse
+def _whole(low: int) -> Callable[[str], Any]:
+    """An argparse type for a whole number of at least `low`, worded as every setting's range."""
+    return number_option(int, f">= {low}")
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -56,6 +42,10 @@ def _config_option(parser: argparse.ArgumentParser) -> Callable[..., None]:
         default: Any = BuildConfig()
         for name in field.split("."):
             default = getattr(default, name)
+        section, _, name = field.rpartition(".")
+        owner = getattr(BuildConfig(), section).__class__ if section else BuildConfig
+        if type is None and "action" not in kw:
+            type = option_type(owner, name)  # a number's range: the config's own rule
         if "default" not in help and default is not None and not isinstance(default, bool):
             help += f" (default: {default})"
         if "choices" not in kw and kw.get("action") not in ("store_false", argparse.BooleanOptionalAction):
@@ -133,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     opt("embedder_model", "sentence-transformers model name under models/ or a path", flag="--embedder")
     opt("llm.model", "GGUF file name under models/ or a path, for community reports", flag="--llm")
     opt("llm.chat_format", "llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
-    opt("llm.n_ctx", "LLM context window in tokens", _whole(256))
+    opt("llm.n_ctx", "LLM context window in tokens")
     opt("reports", "skip community reports (no LLM needed)", flag="--no-reports", action="store_false")
     opt(
         "tree.enabled",
@@ -141,21 +131,19 @@ def build_parser() -> argparse.ArgumentParser:
         flag="--tree",
         action=argparse.BooleanOptionalAction,
     )
-    opt("llm.max_report_tokens", "output budget per community report", _whole(1), "--report-max-tokens")
+    opt("llm.max_report_tokens", "output budget per community report", flag="--report-max-tokens")
     opt(
         "llm.report_context_tokens",
         "context budget per community report (default: what --n-ctx leaves)",
-        _whole(1),
     )
-    opt("llm.report_min_size", "communities of fewer entities get no report (default: 1, all)", _whole(1))
-    opt("extraction.entity_threshold", "minimum entity score, in [0, 1]", _number(0, 1))
-    opt("extraction.relation_threshold", "minimum relation score, in [0, 1]", _number(0, 1))
-    opt("chunking.max_tokens", "chunk size in word tokens", _whole(8))
+    opt("llm.report_min_size", "communities of fewer entities get no report (default: 1, all)")
+    opt("extraction.entity_threshold", "minimum entity score, in [0, 1]")
+    opt("extraction.relation_threshold", "minimum relation score, in [0, 1]")
+    opt("chunking.max_tokens", "chunk size in word tokens")
     opt("chunking.overlap_tokens", "chunk overlap in word tokens, less than --max-tokens", _whole(0), "--overlap")
     opt(
         "communities.max_cluster_size",
         "largest community before Leiden splits it into the next level",
-        _whole(1),
     )
     opt("extraction.device", "torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)", _device)
     opt("models_dir", "where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
@@ -178,7 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
         "cluster's HOST:PORT, or no address for RAY_ADDRESS or a local instance (needs tiny-graphrag[ray])",
     )
     b.add_argument("--ray-actors", type=_whole(1), default=1, help="Ray actors (model copies)")
-    b.add_argument("--ray-gpus", type=_number(0), default=0.0, help="GPUs per Ray actor (1 on a GPU cluster)")
+    b.add_argument(
+        "--ray-gpus", type=number_option(float, ">= 0"), default=0.0, help="GPUs per Ray actor (1 on a GPU cluster)"
+    )
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)
@@ -200,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--index", required=True, help="an index folder written by build")
     q.add_argument(
         "--level",
-        type=_whole(0),
+        type=option_type(GlobalConfig, "level"),
         help="global search: the deepest community level to select from (with --selection level: the level "
         "mapped; default: every level, or the deepest within the map-call limit)",
     )
@@ -212,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--map-calls",
-        type=_whole(1),
+        type=option_type(GlobalConfig, "dynamic_map_calls"),
         help="global search, dynamic selection: at most this many map calls (default: 3)",
     )
     q.add_argument(
@@ -243,11 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print the whole result as JSON")
     q.add_argument("--llm", help="GGUF file name under models/ or a path (default: the one the index was built with)")
     q.add_argument("--chat-format", help="llama.cpp chat format, when the GGUF has no template (e.g. gemma)")
-    q.add_argument("--n-ctx", type=_whole(256), help="LLM context window in tokens (default: the build's)")
+    q.add_argument(
+        "--n-ctx", type=option_type(SearchConfig, "n_ctx"), help="LLM context window in tokens (default: the build's)"
+    )
     q.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     q.add_argument(
         "--context-tokens",
-        type=_whole(64),
+        type=option_type(SearchConfig, "context_tokens"),
         help="at most this many tokens of data per prompt (default: what --n-ctx leaves; "
         "a small model answers better from less)",
     )
@@ -287,7 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--llm", help="GGUF that answers (default: the one the index was built with)")
     e.add_argument("--chat-format", help="llama.cpp chat format of --judge, when the GGUF has no template")
-    e.add_argument("--n-ctx", type=_whole(256), help="judge context window in tokens (default 4096)")
+    e.add_argument(
+        "--n-ctx", type=option_type(LLMConfig, "n_ctx"), help="judge context window in tokens (default 4096)"
+    )
     e.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     e.add_argument("--out", type=Path, help="also write the whole evaluation (questions, answers, verdicts) as JSON")
     e.add_argument("--json", action="store_true", help="print the whole evaluation as JSON")

@@ -103,7 +103,9 @@ class GlobalConfig(Checked):
     dynamic_cutoff: float = allowed(
         0.2, "[0, 1]"
     )  # relevance (0: the median report's score, 1: the best's) to keep or descend
-    level: int | None = None  # None: dynamic, every level; "level", the deepest within max_map_chunks
+    level: int | None = allowed(
+        None, ">= 0 or None"
+    )  # None: dynamic, every level; "level", the deepest within max_map_chunks
     map_chunk_tokens: int = 1500  # report text per map call (GraphRAG: 8k with 16k+ windows; ours are 4k)
     max_map_chunks: int = 8  # level choice: the deepest level needing at most this many map calls
     map_max_tokens: int = 200  # output tokens per map call: ids and scores of at most max_points findings
@@ -158,6 +160,10 @@ class SearchConfig(Checked):
     global_: GlobalConfig = field(default_factory=GlobalConfig)
     naive: NaiveConfig = field(default_factory=NaiveConfig)
     tree: TreeSearchConfig = field(default_factory=TreeSearchConfig)
-    answer_max_tokens: int = 500  # the final answer's output tokens
-    context_tokens: int | None = None  # None: what fits in n_ctx after the prompt and the answer
-    n_ctx: int | None = None  # None: the LLM's window, else the index's LLM config, else 4096
+    answer_max_tokens: int = allowed(500, ">= 1")  # the final answer's output tokens
+    context_tokens: int | None = allowed(
+        None, ">= 64 or None"
+    )  # None: what fits in n_ctx after the prompt and the answer
+    n_ctx: int | None = allowed(
+        None, ">= 256 or None"
+    )  # None: the LLM's window, else the index's LLM config, else 4096
