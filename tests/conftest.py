@@ -63,3 +63,17 @@ def gemma_path() -> Path:
         gemma.assemble(tmp, overwrite=True)
         os.replace(tmp, path)  # atomic: an interrupted run leaves no half-written model behind
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _models_freed_before_exit():
+    """Free the shared models (backends.loaded) while the interpreter still runs: llama-cpp-python's
+    `Llama.__del__` fails when it only runs at interpreter shutdown (its C functions are gone by then;
+    abetlen/llama-cpp-python#2002), which printed a TypeError traceback after the test summary."""
+    yield
+    import gc
+
+    from tiny_graphrag.backends.loaded import clear_models
+
+    clear_models()
+    gc.collect()
