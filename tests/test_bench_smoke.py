@@ -138,3 +138,24 @@ def test_chunk_context_counts(quick_results):
     # a larger chunk can only make more triples visible (bounded by the document)
     sizes = [visible[f"sentences-{n}-tokens"] for n in (64, 128, 256, 384)]
     assert sizes == sorted(sizes)
+
+
+def test_the_gpu_bench_runs_its_tiny_form_on_the_cpu(tmp_path):
+    """`python -m bench.gpu` is the first command of a session that is lent a GPU, whose device time
+    is short: its tiny form on the CPU checks here that it still runs and writes every section."""
+    out = tmp_path / "gpu.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.gpu", "--tiny", "--device", "cpu", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,  # ~20 s on 2 idle cores
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.read_text(encoding="utf-8"))
+    ext, emb = data["extraction"], data["embedding"]
+    assert ext["by_batch_size"] and ext["best_batch_size"] in {int(b) for b in ext["by_batch_size"]}
+    assert ext["speedup_best_vs_seed"] > 0 and emb["batch_64"] and emb["batch_256"]
+    assert all("section_seconds" in data[s] for s in ("extraction", "embedding", "llm"))  # each section ran
