@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from test_search_fixtures import DOCS, ENTITIES, RELATIONS, _chunks, _graph
 
+from tiny_graphrag.errors import ConfigError
 from tiny_graphrag.index.graph import normalize_name
 from tiny_graphrag.records import Chunk, Document, Finding, Report, content_id
 from tiny_graphrag.search.config import LocalConfig
@@ -106,7 +107,7 @@ def test_local_context_respects_budget_and_shares(small_graph, count, budget, sh
 
 
 def test_local_shares_validation():
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match=r"^LocalConfig\.text_share \+ community_share must be <= 1, got 1\.1"):
         LocalConfig(text_share=0.9, community_share=0.2)
     assert local_budgets(1000, LocalConfig(community_share=0.15)) == {"reports": 150, "graph": 350, "text": 500}
     assert local_budgets(1000, LocalConfig()) == {"reports": 0, "graph": 500, "text": 500}  # no reports by default

@@ -1,4 +1,4 @@
-"""Search over a built index: QueryEngine with local, global and naive search.
+"""Search over a built index: QueryEngine with local, global, naive and tree search.
 
 Names are resolved lazily, so importing this package loads no model, torch or scipy.
 """

@@ -84,8 +84,8 @@ class LocalConfig(Checked):
         super().__post_init__()
         if self.text_share + self.community_share > 1:
             raise ConfigError(
-                f"local text_share + community_share = {self.text_share + self.community_share} > 1: "
-                "nothing would be left for entities and relationships"
+                f"LocalConfig.text_share + community_share must be <= 1, got "
+                f"{self.text_share + self.community_share}: nothing would be left for entities and relationships"
             )
 
 

@@ -1,4 +1,4 @@
-"""QueryEngine: open an index once, then run local, global and naive searches against it.
+"""QueryEngine: open an index once, then run local, global, naive and tree searches against it.
 
     from tiny_graphrag import QueryEngine
     qe = QueryEngine("graphs/obama")
@@ -26,11 +26,11 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from tiny_graphrag.backends.embed import Embedder
+from tiny_graphrag.backends.embed import Embedder, TextEmbedder
 from tiny_graphrag.backends.files import choose_device
 from tiny_graphrag.backends.llm import LLM, CachedLLM, open_llm
 from tiny_graphrag.config import LLMConfig, from_dict
@@ -46,9 +46,6 @@ from tiny_graphrag.search.local_retriever import LocalCandidates
 from tiny_graphrag.search.naive import search_naive
 from tiny_graphrag.search.result import SearchResult, StreamingResult
 from tiny_graphrag.search.tree_search import search_tree
-
-if TYPE_CHECKING:  # being added to embed.py; only a type here, so this module runs without it
-    from tiny_graphrag.backends.embed import TextEmbedder
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,6 @@
-"""Local search retrieval: link the query to entities, spread over the graph, rank what to show.
+"""Local search: the retriever's candidates packed into a context, then one answer call.
+
+What the retriever does (local_retriever.py):
 
 1. Link: exact normalized name matches plus embedding similarity (linking.py).
 2. Spread: personalized PageRank over entities and chunks (graph_index.py), seeded by the
@@ -15,9 +17,9 @@
    hybrid ranking.
 
 When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty.
-Steps 1-3 are the retriever's (local_retriever.py: it also embeds the query); this module
-gathers the candidates' reports and text and packs them with the entities and relationships
-into their token shares (context.py), and one call answers.
+The retriever also embeds the query. This module gathers the candidates' reports and text,
+packs them with the entities and relationships into their token shares (context.py), and one
+call answers.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Prompts of the three searches (after GraphRAG's, shortened for small local models).
+"""Prompts of the searches (after GraphRAG's, shortened for small local models).
 
 Placeholders are replaced literally with `fill` (not str.format: the data contains braces).
 """

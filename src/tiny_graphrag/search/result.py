@@ -155,7 +155,7 @@ def _total(name: str) -> property:
 class SearchResult:
     """One search. `str(result)` is the answer; `context` is exactly the data the model saw."""
 
-    mode: str  # "local", "global" or "naive"
+    mode: str  # "local", "global", "naive" or "tree"
     query: str
     answer: str
     context: str
