@@ -364,3 +364,16 @@ def test_training_settings_from_python_name_the_field_before_reading_anything(tm
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ConfigError, match=r"^TrainSettings\.warmup must be in \[0, 1\], got 1.5"):
         TrainSettings(warmup=1.5)
+
+
+def test_the_python_api_defaults_are_the_settings_defaults():
+    """`finetune()` spells its options out for readers and type checkers; they must not drift from
+    TrainSettings', which the command line reads."""
+    import inspect
+
+    from tiny_graphrag.finetune.api import finetune
+
+    defaults = TrainSettings()
+    shared = [p for p in inspect.signature(finetune).parameters.values() if hasattr(defaults, p.name)]
+    assert len(shared) >= 8
+    assert {p.name: p.default for p in shared} == {p.name: getattr(defaults, p.name) for p in shared}
