@@ -56,9 +56,7 @@ def _key(path: Path, rt: Runtime) -> tuple[str, str, bool, str | None, bool]:
     return str(path.resolve()), rt.device, rt.half, rt.quantize, rt.onnx
 
 
-@functools.cache
-def _fingerprint(resolved: Path) -> str:
-    return file_fingerprint(resolved)
+_fingerprint = functools.cache(file_fingerprint)  # a model folder's, once per process
 
 
 def model_facts(path: Path, package: str, **threshold: float) -> dict[str, Any]:
