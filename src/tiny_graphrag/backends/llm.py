@@ -157,9 +157,7 @@ class CachedLLM:
         if hit is not None:
             return Completion(**{**hit, "cached": True})
         asked = CompleteOptions(schema=schema, max_tokens=max_tokens, temperature=temperature)
-        if grammar is not None and self._grammar_in["complete"]:
-            asked["grammar"] = grammar
-        result = self.backend.complete(messages, **asked)
+        result = self.backend.complete(messages, **asked, **self._constraint("complete", grammar))
         self.calls += 1
         self._store(key, result)
         return result
