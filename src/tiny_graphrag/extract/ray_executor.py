@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from tiny_graphrag.errors import ConfigError, ModelNotFoundError, TinyGraphRAGError, require
+from tiny_graphrag.extract.cached import extraction_from_json, extraction_to_json
 from tiny_graphrag.records import Chunk, Extraction
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,12 +85,8 @@ class _ModelActor:
         self.extractor, self.embedder = extractor, embedder
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from tiny_graphrag.extract.cached import (
-            extraction_to_json,  # the cache's own format: the driver stores it as is
-        )
-
         out = {"pos": batch["pos"]}
-        if self.extractor is not None:
+        if self.extractor is not None:  # as JSON in the cache's own format: the driver stores it as is
             out["json"] = np.array([json.dumps(extraction_to_json(x)) for x in self.extractor.extract(_rows(batch))])
         if self.embedder is not None:
             out["vector"] = self.embedder.embed([str(t) for t in batch["embed_text"]])
@@ -164,7 +161,7 @@ class RayExecutor:
             _check_reachable(address)
         elif not address and os.environ.get("RAY_ADDRESS", "auto") not in ("", "auto", "local"):
             # ray.init(None) connects to $RAY_ADDRESS and retries for minutes when nothing listens there
-            _check_reachable(os.environ["RAY_ADDRESS"], given_as="RAY_ADDRESS")
+            _check_reachable(os.environ["RAY_ADDRESS"], env=True)
         try:
             self.ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -189,8 +186,6 @@ class RayExecutor:
 
     def extract(self, extractor: Extractor, chunks: Sequence[Chunk]) -> Iterator[tuple[int, Extraction]]:
         """(position in `chunks`, extraction) for every chunk, in the order they finish."""
-        from tiny_graphrag.extract.cached import extraction_from_json
-
         if not chunks:
             return
         rows = [dict(dataclasses.asdict(c), pos=i, embed_text=self._chunk_text(c)) for i, c in enumerate(chunks)]
@@ -216,10 +211,9 @@ class RayExecutor:
         return RayEmbedder(embedder, self)
 
 
-def _check_reachable(address: str, timeout: float = 5.0, *, given_as: str = "--ray") -> None:
+def _check_reachable(address: str, *, env: bool = False) -> None:
     """Fail within seconds on an address nothing listens on (ray.init would retry for minutes).
-    `given_as`: where the address came from (--ray, or the RAY_ADDRESS environment variable)."""
-    env = given_as == "RAY_ADDRESS"
+    `env`: the address came from the RAY_ADDRESS environment variable (else from --ray)."""
     parts = urlsplit(address if "://" in address else f"tcp://{address}")
     try:
         host, port = parts.hostname, parts.port or (10001 if parts.scheme == "ray" else 6379)
@@ -229,7 +223,7 @@ def _check_reachable(address: str, timeout: float = 5.0, *, given_as: str = "--r
             + ("set RAY_ADDRESS to HOST:PORT, or unset it" if env else "pass HOST:PORT, e.g. --ray 10.0.0.5:6379")
         ) from exc
     try:
-        socket.create_connection((host, port), timeout=timeout).close()
+        socket.create_connection((host, port), timeout=5.0).close()
     except OSError as exc:
         where = f"RAY_ADDRESS={address} (set in the environment)" if env else address
         fix = (
