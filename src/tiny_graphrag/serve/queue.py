@@ -53,9 +53,7 @@ class FairQueue:
         self._advance()
 
     def position(self, ticket: Ticket) -> int:
-        if ticket is self.running:
-            return 0
-        return self.waiting.index(ticket) + 1 if ticket in self.waiting else 0
+        return self.waiting.index(ticket) + 1 if ticket in self.waiting else 0  # 0 for the running one too
 
     def _advance(self) -> None:
         if self.running is None and self.waiting:
