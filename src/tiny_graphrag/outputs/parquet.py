@@ -81,15 +81,13 @@ def graphrag_rows(store: IndexStore) -> dict[str, list[dict]]:
         description = f"{graph.nodes[u]['name']} {d['label']} {graph.nodes[v]['name']}"
         row = (rid, d["hid"], title[u], title[v], description, float(d["weight"]), degree[u] + degree[v], units)
         relationships.append(_row("relationships", *row))
-    chunks, sid = store.chunks(), store.source_ids()
-    text_units = []
-    for c in chunks:
+    sid = store.source_ids()
+    text_units, chunks_of_doc = [], defaultdict(list)
+    for c in store.chunks():
         row = (c.id, sid[c.id], c.text, c.n_tokens, [c.doc_id], chunk_entities.get(c.id, []), chunk_edges.get(c.id, []))
         text_units.append(_row("text_units", *row, []))  # no covariates: claims are not extracted
-    communities, reports = _communities(store, graph, period)
-    chunks_of_doc = defaultdict(list)
-    for c in chunks:
         chunks_of_doc[c.doc_id].append(c)
+    communities, reports = _communities(store, graph, period)
     documents = []
     for n, doc in enumerate(store.documents()):
         units = [c.id for c in chunks_of_doc[doc.id]]

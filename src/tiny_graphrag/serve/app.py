@@ -217,16 +217,16 @@ async def _answer(
     """The request's events; the first is yielded (or raised) once retrieval is done."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + time_limit
+    search = await asyncio.to_thread(_search, s, body)
 
     def retrieve() -> SearchResult | StreamingResult:
         with s.lock:
-            return _search(s, body)(True)
+            return search(True)
 
     if body.only_context:
         result = await asyncio.to_thread(retrieve)
         yield "result", result.to_dict()
         return
-    search = await asyncio.to_thread(lambda: _search(s, body))
     prepared = None if body.mode == "global" else await asyncio.to_thread(retrieve)
     ticket = line.join()
     try:

@@ -22,7 +22,8 @@ class Ticket:
 
     @property
     def position(self) -> int:
-        return self._line.position(self)
+        waiting = self._line.waiting
+        return waiting.index(self) + 1 if self in waiting else 0  # 0 when running (or gone) too
 
     async def moved(self, timeout: float) -> None:
         """Return when the line moved, or after `timeout` seconds (to look at the client and the clock)."""
@@ -51,11 +52,6 @@ class FairQueue:
         elif ticket in self.waiting:
             self.waiting.remove(ticket)
         self._advance()
-
-    def position(self, ticket: Ticket) -> int:
-        if ticket is self.running:
-            return 0
-        return self.waiting.index(ticket) + 1 if ticket in self.waiting else 0
 
     def _advance(self) -> None:
         if self.running is None and self.waiting:
