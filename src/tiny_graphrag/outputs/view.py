@@ -37,6 +37,8 @@ _CONTEXT = 80  # characters shown around a span
 
 def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: str | None = None) -> dict:
     """What the page shows: nodes, edges, communities at `level`, and a sentence on any cut."""
+    if top < 1:  # here, so a notebook's Index.view is refused like the command line
+        raise InputError(f"--top {top}: show at least one entity")
     graph, coms = store.graph(), store.communities()
     levels = sorted({c.level for c in coms})
     if coms and level not in levels:
@@ -147,8 +149,6 @@ def write_view(
     force: bool = False,
 ) -> Path:
     """Write the page to `out` (refused if it exists, unless `force`); returns its path."""
-    if top < 1:
-        raise InputError(f"--top {top}: show at least one entity")
     store = index if isinstance(index, IndexStore) else IndexStore.open(index)
     path = check_target(Path(out), store.path, force, None)
     page = view_html(store, level=level, top=top, community=community)
