@@ -137,9 +137,7 @@ def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
 
 
 def _is_path(item: Input) -> TypeGuard[str | os.PathLike[str]]:
-    if isinstance(item, Text):
-        return False
-    return isinstance(item, os.PathLike) or is_path_string(str(item))
+    return not isinstance(item, Text) and (isinstance(item, os.PathLike) or is_path_string(str(item)))
 
 
 def is_path_string(item: str) -> bool:
