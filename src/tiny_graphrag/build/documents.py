@@ -125,9 +125,8 @@ def skipped_line(paths: Sequence[Path]) -> str:
         f"{ext} ({len(names)}: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
         for ext, names in sorted(by_ext.items(), key=lambda x: -len(x[1]))
     ]
-    return f"skipped {len(paths)} file(s) of formats not read (not text, PDF, DOCX, HTML, e-mail or a table): " + (
-        ", ".join(parts)
-    )
+    listed = ", ".join(parts)
+    return f"skipped {len(paths)} file(s) of formats not read (not text, PDF, DOCX, HTML, e-mail or a table): {listed}"
 
 
 def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
