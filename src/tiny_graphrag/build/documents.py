@@ -125,9 +125,8 @@ def skipped_line(paths: Sequence[Path]) -> str:
         f"{ext} ({len(names)}: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
         for ext, names in sorted(by_ext.items(), key=lambda x: -len(x[1]))
     ]
-    return f"skipped {len(paths)} file(s) of formats not read (not text, PDF, DOCX, HTML, e-mail or a table): " + (
-        ", ".join(parts)
-    )
+    listed = ", ".join(parts)
+    return f"skipped {len(paths)} file(s) of formats not read (not text, PDF, DOCX, HTML, e-mail or a table): {listed}"
 
 
 def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
@@ -137,9 +136,7 @@ def input_paths(inputs: Input | Sequence[Input]) -> list[Path]:
 
 
 def _is_path(item: Input) -> TypeGuard[str | os.PathLike[str]]:
-    if isinstance(item, Text):
-        return False
-    return isinstance(item, os.PathLike) or is_path_string(str(item))
+    return not isinstance(item, Text) and (isinstance(item, os.PathLike) or is_path_string(str(item)))
 
 
 def is_path_string(item: str) -> bool:

@@ -92,9 +92,7 @@ class CallCache:
         self.misses = 0
         self._lock = threading.Lock()
         self._mem: dict[str, Any] = {}
-        self._db: sqlite3.Connection | None = None
-        if self.path is not None:
-            self._db = _open(self.path)
+        self._db: sqlite3.Connection | None = None if self.path is None else _open(self.path)
 
     def get(self, key: str) -> Any | None:
         with self._lock:

@@ -154,18 +154,10 @@ def build_graph(chunks: Sequence[Chunk], extractions: Sequence[Extraction], sche
         for r in ex.relations:
             # Endpoints count as mentions too: an extractor may relate spans it did not list.
             head, tail = add_mention(chunk, r.head), add_mention(chunk, r.tail)
-            off = chunk.start
-            ident = (
-                head,
-                tail,
-                r.label,
-                chunk.doc_id,
-                off + r.head.start,
-                off + r.tail.start,
-                off + r.head.end,
-                off + r.tail.end,
-            )
-            span = (chunk.doc_id, chunk.id, off + min(r.head.start, r.tail.start), off + max(r.head.end, r.tail.end))
+            starts = (chunk.start + r.head.start, chunk.start + r.tail.start)  # document-level offsets
+            ends = (chunk.start + r.head.end, chunk.start + r.tail.end)
+            ident = (head, tail, r.label, chunk.doc_id, *starts, *ends)
+            span = (chunk.doc_id, chunk.id, min(starts), max(ends))
             # The same relation seen again in an overlapping chunk keeps its first span and best score.
             score, span = pending.get(ident, (float(r.score), span))
             pending[ident] = (max(score, float(r.score)), span)

@@ -80,9 +80,8 @@ def kind_of(path: Path) -> str | None:
                 return "docx" if "word/document.xml" in z.namelist() else None
         except (zipfile.BadZipFile, OSError):
             return "docx" if named == "docx" else None  # a damaged .docx: its reader names the problem
-    if named is None:
-        binary = b"\x00" in head and text.bom_encoding(head) is None
-        return None if binary else _text_kind(head, None)
+    if named is None and b"\x00" in head and text.bom_encoding(head) is None:
+        return None  # binary, and its name promises no format we read
     return _text_kind(head, named)
 
 

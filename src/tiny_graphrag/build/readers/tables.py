@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,24 +47,20 @@ def _json_rows(path: Path, data: bytes, lines: bool) -> list[Any]:
     return rows
 
 
-def _parquet_rows(data: bytes) -> list[dict[str, Any]]:
-    pq = require("pyarrow.parquet", "export", "reading Parquet tables")
-    return pq.read_table(io.BytesIO(data)).to_pylist()
-
-
-def rows_of(path: Path, data: bytes, kind: str) -> list[Any]:
+def _rows(path: Path, data: bytes, kind: str) -> list[Any]:
     if kind == "csv":
         return _csv_rows(path, data)
     if kind == "parquet":
         try:
-            return _parquet_rows(data)
+            pq = require("pyarrow.parquet", "export", "reading Parquet tables")
+            return pq.read_table(io.BytesIO(data)).to_pylist()
         except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
             raise InputError(f"{path} is not a readable Parquet file ({exc}): it is damaged; write it again") from exc
     return _json_rows(path, data, lines=kind == "jsonl")
 
 
-def table_documents(path: Path, rows: Iterable[Any], config: DocumentsConfig, notes: list[str]) -> list[Document]:
-    rows = list(rows)
+def read(path: Path, data: bytes, config: DocumentsConfig, notes: list[str], kind: str = "csv") -> list[Document]:
+    rows = _rows(path, data, kind)
     if not all(isinstance(r, Mapping) for r in rows):
         raise InputError(f"{path} is not a table: its rows must be objects with named columns (keys)")
     columns = list(dict.fromkeys(k for r in rows for k in r))
@@ -90,7 +86,3 @@ def table_documents(path: Path, rows: Iterable[Any], config: DocumentsConfig, no
     if empty:
         notes.append(f"{path}: {empty} of {len(rows)} row(s) have no text in {', '.join(text_cols)}: not indexed")
     return docs
-
-
-def read(path: Path, data: bytes, config: DocumentsConfig, notes: list[str], kind: str = "csv") -> list[Document]:
-    return table_documents(path, rows_of(path, data, kind), config, notes)
