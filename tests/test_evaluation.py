@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,25 @@ def test_evaluate_tops_up_persona_questions_from_reports(index):
         result = evaluate(qe, FakeLLM(writer), questions=4)
     assert len(result.questions) == 4
     assert [bool(q.persona) for q in result.questions] == [True, True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"\xef\xbb\xbfWho leads?\n# a comment\n\nWhat changed?\n", ["Who leads?", "What changed?"]),  # BOM dropped
+        ("\ufeffWho leads?\r\nWhat changed?".encode("utf-16"), ["Who leads?", "What changed?"]),  # as documents
+        (b"\x00\x01\x02PK binary", "looks like a binary file (it contains NUL bytes at offset 0)"),
+        (b"Who?\n\xe9t\xe9\n", "cannot read questions from"),  # Latin-1: not UTF-8
+        (b"\n# only a comment\n", "holds no questions"),
+    ],
+)
+def test_a_questions_file_is_read_as_text_or_refused_by_name(tmp_path, data, expected):
+    from tiny_graphrag.evaluation.questions import read_questions
+
+    path = tmp_path / "questions.txt"
+    path.write_bytes(data)
+    if isinstance(expected, list):
+        assert [q.text for q in read_questions(path)] == expected
+    else:  # the old reader asked a binary file's "lines" as questions, and kept a UTF-8 BOM in the first
+        with pytest.raises(InputError, match=re.escape(expected)):
+            read_questions(path)
