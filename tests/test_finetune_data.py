@@ -102,6 +102,20 @@ def test_missing_and_empty_files_are_input_errors(tmp_path):
         read_examples(tmp_path / "empty.jsonl")
 
 
+def test_a_file_that_is_not_utf8_is_an_input_error_and_lines_count_as_a_text_file_reads_them(tmp_path):
+    good = json.dumps({"text": "Ann Lee works at Acme.", "entities": [{"start": 0, "end": 7, "label": "person"}]})
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes(good.encode() + b"\n" + '{"text": "Zoë"}'.encode("latin-1") + b"\n")
+    with pytest.raises(InputError, match=r"latin1\.jsonl is not valid UTF-8 \(byte 0xeb at offset \d+\).*iconv"):
+        read_examples(latin1)  # was a UnicodeDecodeError traceback
+    crlf = tmp_path / "crlf.jsonl"  # Windows line ends and a BOM: the bad line is still named line 3
+    crlf.write_bytes(b"\xef\xbb\xbf" + good.encode() + b"\r\n\r\n{not json}\r\n")
+    with pytest.raises(InputError, match=r"crlf\.jsonl:3: not valid JSON"):
+        read_examples(crlf)
+    crlf.write_bytes(b"\xef\xbb\xbf" + good.encode() + b"\r\n" + good.encode() + b"\r")
+    assert len(read_examples(crlf)) == 2
+
+
 # ---- scoring ------------------------------------------------------------------------------
 def _ex(ents, rels=()):
     return Example(tokens=tuple("w" * 1 for _ in range(10)), entities=tuple(ents), relations=tuple(rels))

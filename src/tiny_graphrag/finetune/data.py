@@ -17,6 +17,7 @@ One line per example, in any of three shapes (a file may mix them):
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -96,17 +97,23 @@ def read_examples(path: str | os.PathLike[str]) -> list[Example]:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"training data {path} does not exist; pass a .jsonl file (one JSON example per line)")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:  # was a traceback: not one of ours
+        raise InputError(
+            f"{path} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); convert it "
+            f"first, e.g. `iconv -f latin1 -t utf-8 {path} > {path.stem}.utf8{path.suffix}`"
+        ) from exc
     examples = []
-    with path.open(encoding="utf-8-sig") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"{where}: not valid JSON ({exc}); write one JSON object per line") from exc
-            examples.append(parse_record(record, where))
+    for n, line in enumerate(io.StringIO(text, newline=None), 1):  # lines as a text file reads them
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise InputError(f"{where}: not valid JSON ({exc}); write one JSON object per line") from exc
+        examples.append(parse_record(record, where))
     if not examples:
         raise InputError(f"{path} has no examples; write one JSON object per line")
     return examples
