@@ -311,7 +311,7 @@ def test_evaluate_tops_up_persona_questions_from_reports(index):
         (b"\xef\xbb\xbfWho leads?\n# a comment\n\nWhat changed?\n", ["Who leads?", "What changed?"]),  # BOM dropped
         ("\ufeffWho leads?\r\nWhat changed?".encode("utf-16"), ["Who leads?", "What changed?"]),  # as documents
         (b"\x00\x01\x02PK binary", "looks like a binary file (it contains NUL bytes at offset 0)"),
-        (b"Who?\n\xe9t\xe9\n", "cannot read questions from"),  # Latin-1: not UTF-8
+        (b"Who?\n\xe9t\xe9\n", "questions.txt is not valid UTF-8 (byte 0xe9 at offset 5)"),  # Latin-1
         (b"\n# only a comment\n", "holds no questions"),
     ],
 )

@@ -43,8 +43,22 @@ def _keeps_to(rule: str | tuple[str | None, ...], value: Any) -> bool:
     return bool(_COMPARE[op](value, float(bound)))
 
 
-_KINDS = {int: "an integer", float: "a number", str: "a string", bool: "True or False", type(None): "None"}
-_KINDS |= {tuple: "a tuple", dict: "a dict"}
+_KINDS = {
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    bool: "True or False",
+    tuple: "a tuple",
+    dict: "a dict",
+    type(None): "None",
+}
+_HINTS: dict[type, dict[str, Any]] = {}  # each class's annotations, resolved once (it evaluates their strings)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _alternatives(hint: Any) -> tuple[Any, ...]:
@@ -86,7 +100,7 @@ class Checked:
     names the first field of the wrong type or breaking its rule, and what it must be."""
 
     def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
+        hints = _hints(type(self))
         for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             if fault := _fault(hints[f.name], f.metadata.get("rule"), value):
@@ -113,7 +127,7 @@ def option_type(cls: type[Checked], name: str) -> Callable[[str], Any]:
     """The argparse `type` of field `name` of `cls`: for a number, its range checked, so a command
     line refuses what the class would ("argument --lr: must be in (0, 1], got 0.0"); else `str`."""
     field_ = next(f for f in fields(cls) if f.name == name)  # type: ignore[arg-type]
-    hint = typing.get_type_hints(cls)[name]
+    hint = _hints(cls)[name]
     kind = next((k for k in _alternatives(hint) if k in (int, float)), None)
     return number_option(kind, field_.metadata.get("rule"), hint) if kind else str
 

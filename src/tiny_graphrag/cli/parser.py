@@ -37,15 +37,15 @@ def _config_option(parser: argparse.ArgumentParser) -> Callable[..., None]:
     names its own."""
     from tiny_graphrag.config import BuildConfig
 
+    defaults = BuildConfig()
+
     def add(field: str, help: str, type: Any = None, flag: str | None = None, **kw: Any) -> None:
-        flag = flag or "--" + field.rpartition(".")[2].replace("_", "-")
-        default: Any = BuildConfig()
-        for name in field.split("."):
-            default = getattr(default, name)
         section, _, name = field.rpartition(".")
-        owner = getattr(BuildConfig(), section).__class__ if section else BuildConfig
+        owner = getattr(defaults, section) if section else defaults  # the settings object holding the field
+        default = getattr(owner, name)
+        flag = flag or "--" + name.replace("_", "-")
         if type is None and "action" not in kw:
-            type = option_type(owner, name)  # a number's range: the config's own rule
+            type = option_type(owner.__class__, name)  # a number's range: the config's own rule
         if "default" not in help and default is not None and not isinstance(default, bool):
             help += f" (default: {default})"
         if "choices" not in kw and kw.get("action") not in ("store_false", argparse.BooleanOptionalAction):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tiny_graphrag.backends.llm import LLM
-from tiny_graphrag.build.readers.text import bom_encoding
+from tiny_graphrag.build.readers.text import decode
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.records import Report
 
@@ -176,15 +176,13 @@ def check_count(name: str, n: int) -> None:
 def read_questions(path: str | os.PathLike[str]) -> list[Question]:
     """Questions from a text file, one per line (blank lines and lines starting with # skipped)."""
     fix = "give a UTF-8 text file, one question a line"
+    path = Path(path)
     try:
-        data = Path(path).read_bytes()
-        if b"\x00" in data and bom_encoding(data) is None:  # a binary file's "lines" would be asked as questions
-            raise InputError(
-                f"{path} looks like a binary file (it contains NUL bytes at offset {data.index(0)}): {fix}"
-            )
-        lines = data.decode(bom_encoding(data) or "utf-8-sig").lstrip("\ufeff").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise InputError(f"cannot read questions from {path} ({exc}): {fix}") from exc
+    # decoded as documents are: a binary file is refused (its "lines" would be asked as questions)
+    lines = decode(data, path, binary_fix=f"and holds no questions: {fix}").splitlines()
     qs = [Question(line.strip()) for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if not qs:
         raise InputError(f"{path} holds no questions: write one question per line")

@@ -35,6 +35,7 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
     f.add_argument(
         "--out", required=True, type=Path, help="the new model folder (an existing model folder is replaced)"
     )
+    defaults = TrainSettings()
     for flag, help in (
         ("--epochs", "passes over the training data (more when --min-steps needs them)"),
         ("--batch-size", "examples per step (lower it if memory runs out)"),
@@ -45,7 +46,7 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
         ("--seed", "seed: the same seed and data give the same model"),
     ):  # each TrainSettings' field: its default, and its range checked as the option is read
         name = flag[2:].replace("-", "_")
-        f.add_argument(flag, type=option_type(TrainSettings, name), default=getattr(TrainSettings(), name), help=help)
+        f.add_argument(flag, type=option_type(TrainSettings, name), default=getattr(defaults, name), help=help)
     e.add_argument("--model", required=True, help="model folder or name under models/ ('starter': the starter pair)")
     e.add_argument("--data", required=True, type=Path, help="test examples: " + FORMATS_HELP)
     e.add_argument(

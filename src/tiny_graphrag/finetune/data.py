@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tiny_graphrag.build.chunking import WORD_RE
+from tiny_graphrag.build.readers.text import decode
 from tiny_graphrag.errors import InputError
 
 
@@ -97,13 +98,7 @@ def read_examples(path: str | os.PathLike[str]) -> list[Example]:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"training data {path} does not exist; pass a .jsonl file (one JSON example per line)")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:  # was a traceback: not one of ours
-        raise InputError(
-            f"{path} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); convert it "
-            f"first, e.g. `iconv -f latin1 -t utf-8 {path} > {path.stem}.utf8{path.suffix}`"
-        ) from exc
+    text = decode(path.read_bytes(), path, binary_fix="and holds no examples: write one JSON object per line")
     examples = []
     for n, line in enumerate(io.StringIO(text, newline=None), 1):  # lines as a text file reads them
         if not line.strip():

@@ -29,8 +29,15 @@ def bom_encoding(data: bytes) -> str | None:
     return next((enc for bom, enc in BOMS if data.startswith(bom)), None)
 
 
-def decode(data: bytes, path: Path | str) -> str:
-    """The text of a file's bytes, or an InputError naming the file and how to convert it."""
+DOCUMENT_FIX = (
+    "and is no document format we read: pass a UTF-8 text file, or a PDF, DOCX or Parquet file (told by content; "
+    "if it should be one, it is damaged)"
+)
+
+
+def decode(data: bytes, path: Path | str, binary_fix: str = DOCUMENT_FIX) -> str:
+    """The text of a file's bytes, or an InputError naming the file and how to convert it
+    (`binary_fix`: what to do about a binary file, for files that are not documents)."""
     encoding = bom_encoding(data)
     if encoding is not None:  # UTF-16/32 hold NUL bytes, so they are recognised before the binary check
         try:
@@ -44,9 +51,7 @@ def decode(data: bytes, path: Path | str) -> str:
         return text.lstrip("\ufeff")
     if b"\x00" in data:  # anywhere: a text file never holds NUL bytes
         raise InputError(
-            f"{path} looks like a binary file (it contains NUL bytes at offset {data.index(0)}) and is no "
-            "document format we read: pass a UTF-8 text file, or a PDF, DOCX or Parquet file (told by content; "
-            "if it should be one, it is damaged)"
+            f"{path} looks like a binary file (it contains NUL bytes at offset {data.index(0)}) {binary_fix}"
         )
     try:
         return data.decode("utf-8-sig")
