@@ -53,9 +53,9 @@ VARIANTS = {  # LocalConfig changes of each local variant (naive takes none)
 
 def build(name: str, work: Path, models_dir: Path | None) -> Path:
     """The demo's build of one corpus (examples/demo.sh's settings), once."""
-    from tiny_graphrag.build.pipeline import build_index
     from tiny_graphrag.config import BuildConfig, CommunityConfig, ExtractionConfig, LLMConfig
     from tiny_graphrag.index.store import MANIFEST
+    from tiny_graphrag.indexing.pipeline import build_index
 
     out = work / name
     if (out / MANIFEST).is_file():

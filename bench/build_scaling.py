@@ -79,8 +79,8 @@ def _vm(field: str) -> float | None:
 
 
 def worker(tokens: int, work: Path) -> dict[str, Any]:
-    from tiny_graphrag.build.pipeline import build_index
     from tiny_graphrag.config import BuildConfig
+    from tiny_graphrag.indexing.pipeline import build_index
 
     from .common import corpus_of_size, graph_counts, peak_rss_mb, quiet_logs, spacy_extraction_config, write_corpus
 
@@ -88,7 +88,7 @@ def worker(tokens: int, work: Path) -> dict[str, Any]:
     docs, facts = corpus_of_size(tokens)
     paths = write_corpus(docs, work / "docs")
     handler = _StageMemory()
-    build_log = logging.getLogger("tiny_graphrag.build.pipeline")
+    build_log = logging.getLogger("tiny_graphrag.indexing.pipeline")
     build_log.setLevel(logging.INFO)
     build_log.addHandler(handler)
     rss_before = _vm("VmRSS")

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tiny_graphrag.build.chunking import chunk_document
-from tiny_graphrag.build.documents import document_from_text
 from tiny_graphrag.config import ChunkingConfig
+from tiny_graphrag.indexing.chunking import chunk_document
+from tiny_graphrag.indexing.documents import document_from_text
 
 from .common import REDOCRED, Context
 

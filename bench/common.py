@@ -333,7 +333,7 @@ def corpus_of_size(n_tokens: int) -> tuple[list[tuple[str, str]], dict[str, Any]
     name: the text keeps its syntax (so NER finds as many mentions) but names new entities, so
     the graph grows as it would with new documents instead of re-finding the same entities.
     """
-    from tiny_graphrag.build.chunking import count_tokens
+    from tiny_graphrag.indexing.chunking import count_tokens
 
     base = real_documents()
     out: list[tuple[str, str]] = []
@@ -363,7 +363,7 @@ def corpus_of_size(n_tokens: int) -> tuple[list[tuple[str, str]], dict[str, Any]
 
 
 def cut_text(text: str, n_tokens: int) -> str:
-    from tiny_graphrag.build.chunking import WORD_RE
+    from tiny_graphrag.indexing.chunking import WORD_RE
 
     ends = [m.end() for m in WORD_RE.finditer(text)]
     if n_tokens >= len(ends):

@@ -147,7 +147,7 @@ def corpus(folder: Path, text: str, n_units: int) -> dict[str, tuple[Path, int, 
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    from tiny_graphrag.build.documents import collect_documents
+    from tiny_graphrag.indexing.documents import collect_documents
 
     n_units = 20 if ctx.mode.name == "quick" else 100
     folder = ctx.work / "documents"

@@ -20,9 +20,9 @@ REPEATS = 3  # alternating repeats; the best of each way is reported (min is rob
 
 def run(ctx: Context) -> dict[str, Any]:
     from tiny_graphrag.backends.embed import Embedder
-    from tiny_graphrag.build.chunking import chunk_documents, count_tokens
-    from tiny_graphrag.build.documents import document_from_text
     from tiny_graphrag.config import ChunkingConfig
+    from tiny_graphrag.indexing.chunking import chunk_documents, count_tokens
+    from tiny_graphrag.indexing.documents import document_from_text
 
     from .extraction import seed_chunks
 

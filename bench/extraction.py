@@ -294,11 +294,11 @@ def direct_entity_count(gliner_dir: Path, chunks: list[str], labels: list[str], 
 
 
 def run(ctx: Context) -> dict[str, Any]:
-    from tiny_graphrag.build.chunking import chunk_documents, count_tokens
-    from tiny_graphrag.build.documents import document_from_text
     from tiny_graphrag.config import ChunkingConfig, ExtractionConfig
     from tiny_graphrag.errors import MissingDependencyError
     from tiny_graphrag.extract.gliner import GlinerGlirelExtractor, runtime_for
+    from tiny_graphrag.indexing.chunking import chunk_documents, count_tokens
+    from tiny_graphrag.indexing.documents import document_from_text
     from tiny_graphrag.schema import Schema
 
     mode = ctx.mode

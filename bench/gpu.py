@@ -65,9 +65,9 @@ def sample_chunks(text: str) -> list:
     """The library's chunks (256 words, 32 of overlap), or where spaCy (its sentencizer) is not
     installed, as on the GPU machine, the same packing of sentences split at '. ' (speed depends
     on the chunks' lengths, which come out about the same)."""
-    from tiny_graphrag.build.chunking import WORD_RE, chunk_documents
-    from tiny_graphrag.build.documents import document_from_text
     from tiny_graphrag.config import ChunkingConfig
+    from tiny_graphrag.indexing.chunking import WORD_RE, chunk_documents
+    from tiny_graphrag.indexing.documents import document_from_text
     from tiny_graphrag.records import Chunk
 
     try:
@@ -104,9 +104,9 @@ def _target_mentions(chunks, schema, n_tokens: int) -> tuple[int, str]:
 def extraction(
     device: str, words: int, models_root: Path, seed_words: int, kind: str, batch_sizes: list[int]
 ) -> dict[str, Any]:
-    from tiny_graphrag.build.chunking import count_tokens
     from tiny_graphrag.config import ExtractionConfig
     from tiny_graphrag.extract.gliner import GlinerGlirelExtractor, clear_model_cache
+    from tiny_graphrag.indexing.chunking import count_tokens
     from tiny_graphrag.schema import Schema
 
     from .extraction import SeedPath, build_models, calibrate_threshold, direct_entity_count, seed_chunks
@@ -247,7 +247,7 @@ def _embedder_folder(root: Path) -> tuple[str, str]:
 
 def embedding(device: str, words: int, root: Path) -> dict[str, Any]:
     from tiny_graphrag.backends.embed import Embedder
-    from tiny_graphrag.build.chunking import count_tokens
+    from tiny_graphrag.indexing.chunking import count_tokens
 
     text = sample_text(words)
     chunks = [c.text for c in sample_chunks(text)]

@@ -100,8 +100,8 @@ class _Recorder:
 
 def llm_share(ctx: Context, n_tokens: int) -> dict[str, Any]:
     """A real build (spaCy extractor, Gemma reports) of an Obama slice; seconds per stage."""
-    from tiny_graphrag.build.pipeline import build_index
     from tiny_graphrag.config import BuildConfig
+    from tiny_graphrag.indexing.pipeline import build_index
 
     text = obama_slice(n_tokens)
     folder = ctx.work / "obama-slice"

@@ -103,8 +103,8 @@ def prf(tp: int, n_pred: int, n_gold: int) -> dict[str, Any]:
 
 
 def evaluate(extractor, docs: list[dict], rel_info: dict[str, str]) -> dict[str, Any]:
-    from tiny_graphrag.build.chunking import chunk_documents
     from tiny_graphrag.config import ChunkingConfig
+    from tiny_graphrag.indexing.chunking import chunk_documents
     from tiny_graphrag.records import Document
 
     per_doc = []

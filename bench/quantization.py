@@ -66,10 +66,10 @@ def held_out_sentences(n: int, seed: int = 12345) -> list[str]:
 
 def run(ctx: Context) -> dict[str, Any]:
     from tests import devmodels
-    from tiny_graphrag.build.chunking import chunk_documents
-    from tiny_graphrag.build.documents import document_from_text
     from tiny_graphrag.config import ChunkingConfig, ExtractionConfig
     from tiny_graphrag.extract.gliner import GlinerGlirelExtractor, clear_model_cache
+    from tiny_graphrag.indexing.chunking import chunk_documents
+    from tiny_graphrag.indexing.documents import document_from_text
     from tiny_graphrag.records import Chunk, Extraction
     from tiny_graphrag.schema import Schema
 

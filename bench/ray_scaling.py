@@ -19,11 +19,11 @@ from .common import Context, cut_text, obama_text, ratio, rnd, stopwatch
 def run(ctx: Context) -> dict[str, Any]:
     import ray
 
-    from tiny_graphrag.build.chunking import chunk_documents, count_tokens
-    from tiny_graphrag.build.documents import document_from_text
     from tiny_graphrag.config import ChunkingConfig, ExtractionConfig
     from tiny_graphrag.extract.gliner import GlinerGlirelExtractor, clear_model_cache
     from tiny_graphrag.extract.ray_executor import RayExecutor
+    from tiny_graphrag.indexing.chunking import chunk_documents, count_tokens
+    from tiny_graphrag.indexing.documents import document_from_text
     from tiny_graphrag.schema import Schema
 
     from .extraction import build_models

@@ -77,9 +77,9 @@ def build_passage_index(
 ) -> Path:
     """An index of the passages (one document and one chunk each); skipped when already built."""
     from tiny_graphrag.backends.embed import Embedder
-    from tiny_graphrag.build.chunking import count_tokens
     from tiny_graphrag.index.graph import assign_hids, build_graph
     from tiny_graphrag.index.store import MANIFEST, IndexStore
+    from tiny_graphrag.indexing.chunking import count_tokens
     from tiny_graphrag.records import Chunk, Document, content_id
     from tiny_graphrag.reports.communities import hierarchical_communities
     from tiny_graphrag.schema import Schema
@@ -118,7 +118,7 @@ def build_passage_index(
         extractions = ex(chunks)
         graph = build_graph(chunks, extractions, schema)
         assign_hids(graph)
-        from tiny_graphrag.build.pipeline import entity_text
+        from tiny_graphrag.indexing.pipeline import entity_text
 
         keys = list(graph.nodes)
         store.save_vectors("entities", keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys]))

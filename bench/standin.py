@@ -87,8 +87,8 @@ def obama_index(ctx: Context) -> dict[str, Any]:
     """The full Obama article indexed with the spaCy extractor and stand-in reports (built once per run)."""
 
     def make() -> dict[str, Any]:
-        from tiny_graphrag.build.pipeline import build_index
         from tiny_graphrag.config import BuildConfig
+        from tiny_graphrag.indexing.pipeline import build_index
 
         folder = ctx.work / "obama"
         folder.mkdir(parents=True, exist_ok=True)

@@ -75,7 +75,7 @@ class Counting:
         return self.backend.count_tokens(text)
 
     def complete(self, messages, **kw):
-        from tiny_graphrag.build.tree import SUMMARY_SYSTEM
+        from tiny_graphrag.indexing.tree import SUMMARY_SYSTEM
         from tiny_graphrag.reports.prompt import REPORT_SYSTEM_PROMPT
 
         out = self.backend.complete(messages, **kw)
@@ -154,9 +154,9 @@ def _subset(n_questions: int):
 
 
 def _add_tree(index: Path, llm, embedder, summary_tokens: int) -> dict[str, Any]:
-    from tiny_graphrag.build.tree import tree_stage
     from tiny_graphrag.config import TreeConfig
     from tiny_graphrag.index.store import IndexStore
+    from tiny_graphrag.indexing.tree import tree_stage
 
     store = IndexStore(index)
     manifest = dict(store.manifest)

@@ -13,11 +13,11 @@ import sys
 
 import pytest
 
-from tiny_graphrag.build.documents import is_path_string, load_documents, read_document
 from tiny_graphrag.cli.commands import main
 from tiny_graphrag.cli.parser import build_parser
 from tiny_graphrag.errors import InputError, SchemaError
 from tiny_graphrag.index.store import DATABASE, IndexStore
+from tiny_graphrag.indexing.documents import is_path_string, load_documents, read_document
 from tiny_graphrag.schema import Schema
 
 TEXT = "Barack Obama was born in Honolulu. Obama studied at Harvard Law School in Cambridge.\n"
@@ -249,7 +249,7 @@ def test_schema_without_spacy_types_names_the_schema_file_option(work, capsys):
 
 
 def test_missing_report_model_fails_before_extraction(work, capsys, monkeypatch):
-    import tiny_graphrag.build.pipeline as build
+    import tiny_graphrag.indexing.pipeline as build
 
     def started(*a, **k):
         raise AssertionError("extraction started before the LLM was checked")

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from tiny_graphrag.build.chunking import WORD_RE, chunk_document, count_tokens, split_sentences
-from tiny_graphrag.build.documents import document_from_text, read_document
 from tiny_graphrag.config import ChunkingConfig
+from tiny_graphrag.indexing.chunking import WORD_RE, chunk_document, count_tokens, split_sentences
+from tiny_graphrag.indexing.documents import document_from_text, read_document
 
 CORPORA = Path(__file__).resolve().parents[1] / "examples" / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tiny_graphrag.build.documents import load_documents, read_document
 from tiny_graphrag.errors import InputError
+from tiny_graphrag.indexing.documents import load_documents, read_document
 
 
 def test_utf8_bom_and_crlf_kept_as_text(tmp_path):

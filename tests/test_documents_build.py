@@ -12,10 +12,10 @@ from _fakes import FakeLLM
 
 from bench.documents import write_csv, write_docx, write_eml, write_html, write_pdf
 from tiny_graphrag import load_index
-from tiny_graphrag.build import readers
 from tiny_graphrag.cli import main
 from tiny_graphrag.cli.commands import _print_citations
 from tiny_graphrag.errors import InputError
+from tiny_graphrag.indexing import readers
 from tiny_graphrag.outputs.notebook import search_result_html
 from tiny_graphrag.outputs.parquet import graphrag_rows
 from tiny_graphrag.outputs.view import view_html

@@ -56,7 +56,7 @@ def test_onnx_settings_are_checked(monkeypatch):
 
 
 def test_cli_runtime_flag_reaches_the_extraction_config(monkeypatch, tmp_path):
-    import tiny_graphrag.build.pipeline as build
+    import tiny_graphrag.indexing.pipeline as build
     from tiny_graphrag.cli.commands import main
 
     class Stop(Exception):

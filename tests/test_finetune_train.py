@@ -170,6 +170,45 @@ def test_out_onto_a_folder_that_is_not_a_model_is_refused(tiny_models_dir, data,
     assert (mine / "todo.txt").read_text(encoding="utf-8") == "keep me"
 
 
+@pytest.mark.parametrize("kind", ["gliner", "glirel"])
+def test_out_onto_our_model_replaces_only_what_we_wrote(tiny_models_dir, data, tmp_path, kind):
+    """A model folder of ours holding a user's notes, results or another model is not replaced
+    (it used to be, whole, without a word); the error names what would have gone."""
+    train = finetune_gliner if kind == "gliner" else finetune_glirel
+    base = tiny_models_dir / f"tiny-{kind}"
+    out = tmp_path / "model"
+    train(base, read_examples(data["train"]), None, out, _settings(max_steps=1))
+    written = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    # retraining onto our own model, with nothing else in it, replaces it
+    train(base, read_examples(data["train"]), None, out, _settings(max_steps=1))
+    assert set(p.name for p in out.iterdir()) == set(written)
+    # a user's files beside the model files, and a model nested inside it
+    (out / "NOTES.md").write_text("my notes", encoding="utf-8")
+    (out / "results").mkdir()
+    (out / "results" / "f1.csv").write_text("0.5", encoding="utf-8")
+    nested = out / "older"
+    train(base, read_examples(data["train"]), None, nested, _settings(max_steps=1))
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    with pytest.raises(OutputError, match=r"would also delete \['NOTES.md', 'older', 'results'\]"):
+        train(base, read_examples(data["train"]), None, out, _settings(max_steps=1))
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    assert (out / "NOTES.md").read_text(encoding="utf-8") == "my notes"
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]  # nothing written aside is left
+
+
+def test_out_onto_a_model_we_did_not_write_is_refused(tiny_models_dir, data, tmp_path):
+    """A downloaded or hand-made GLiNER folder (no record of ours) is not ours to replace."""
+    import shutil
+
+    theirs = tmp_path / "theirs"
+    shutil.copytree(tiny_models_dir / "tiny-gliner", theirs)
+    (theirs / "trained_labels.json").unlink(missing_ok=True)
+    before = sorted(p.name for p in theirs.iterdir())
+    with pytest.raises(OutputError, match="a model that `models finetune` did not write"):
+        finetune_gliner(theirs, read_examples(data["train"]), None, theirs, _settings(max_steps=1))
+    assert sorted(p.name for p in theirs.iterdir()) == before
+
+
 def test_an_interrupted_training_leaves_no_model_folder(tiny_models_dir, data, tmp_path, monkeypatch):
     real = loop.batches
 

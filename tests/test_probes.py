@@ -133,7 +133,7 @@ def test_an_interrupted_build_resumes_from_the_index_cache(tmp_path):
 @pytest.mark.parametrize("typo", ["my docs/notes.txt", "my notes.txt", "Our notes are in README.md"])
 def test_path_like_strings_must_exist_and_text_is_explicit(work, typo):
     from tiny_graphrag import Text, build_index
-    from tiny_graphrag.build.documents import load_documents
+    from tiny_graphrag.indexing.documents import load_documents
 
     with pytest.raises(InputError, match=f"'{typo}' does not exist.*Text"):
         build_index(["a.txt", typo], work / "graphs" / "x")
@@ -145,7 +145,7 @@ def test_path_like_strings_must_exist_and_text_is_explicit(work, typo):
 
 # ---- silent drops in input folders --------------------------------------------------------------
 def test_links_that_lead_nowhere_or_to_folders_are_named(work, caplog):
-    from tiny_graphrag.build.documents import load_documents
+    from tiny_graphrag.indexing.documents import load_documents
 
     docs = work / "docs"
     docs.mkdir()
@@ -160,7 +160,7 @@ def test_links_that_lead_nowhere_or_to_folders_are_named(work, caplog):
 
 
 def test_an_unreadable_subfolder_is_named(work, caplog, monkeypatch):
-    from tiny_graphrag.build.documents import load_documents
+    from tiny_graphrag.indexing.documents import load_documents
 
     docs = work / "docs"
     (docs / "private").mkdir(parents=True)

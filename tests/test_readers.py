@@ -10,11 +10,11 @@ import zipfile
 import pytest
 
 from bench.documents import mail, write_csv, write_docx, write_eml, write_html, write_mbox, write_pdf
-from tiny_graphrag.build.chunking import chunk_document
-from tiny_graphrag.build.documents import collect_documents, load_documents, read_document
-from tiny_graphrag.build.readers import kind_of
 from tiny_graphrag.config import ChunkingConfig, DocumentsConfig
 from tiny_graphrag.errors import InputError
+from tiny_graphrag.indexing.chunking import chunk_document
+from tiny_graphrag.indexing.documents import collect_documents, load_documents, read_document
+from tiny_graphrag.indexing.readers import kind_of
 
 PAGES = [
     "Marie Curie was born in Warsaw. She studied physics in Paris.",
@@ -183,7 +183,7 @@ def test_formats_not_read_get_one_line_by_extension(tmp_path, caplog):
 
 
 def test_sync_keeps_the_indexed_version_of_a_file_that_cannot_be_read_now():
-    from tiny_graphrag.build.sync import plan
+    from tiny_graphrag.indexing.sync import plan
     from tiny_graphrag.records import new_document
 
     old = [new_document(PAGES[0], "a.pdf"), new_document(PAGES[1], "b.txt")]

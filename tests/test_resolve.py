@@ -9,10 +9,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from tiny_graphrag.build.merge import merge_nodes, merges, undo_merge
-from tiny_graphrag.build.resolve import resolve_aliases
 from tiny_graphrag.config import ResolutionConfig
 from tiny_graphrag.index.graph import assign_hids, build_graph, load_graph, normalize_name, save_graph
+from tiny_graphrag.indexing.merge import merge_nodes, merges, undo_merge
+from tiny_graphrag.indexing.resolve import resolve_aliases
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, Merge, RelationMention, short_ids
 from tiny_graphrag.schema import Schema
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import networkx as nx
 
-from tiny_graphrag.build.chunking import count_tokens
 from tiny_graphrag.index.graph import assign_hids, normalize_name
 from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.indexing.chunking import count_tokens
 from tiny_graphrag.records import Chunk, Community, Document, Finding, Report, content_id
 
 DOCS = {
@@ -207,7 +207,7 @@ def build_test_index(path: Path, embedder, *, with_reports: bool = True) -> Path
     store.save_graph(g)
     store.save_communities(communities)
     store.save_reports(reports)
-    from tiny_graphrag.build.pipeline import entity_text
+    from tiny_graphrag.indexing.pipeline import entity_text
 
     keys = list(g.nodes)
     store.save_vectors("chunks", [c.id for c in chunks], embedder.embed([c.text for c in chunks]))

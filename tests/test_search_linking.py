@@ -20,7 +20,7 @@ def graph():
 
 @pytest.fixture(scope="module")
 def linker(graph, embedder):
-    from tiny_graphrag.build.pipeline import entity_text
+    from tiny_graphrag.indexing.pipeline import entity_text
 
     keys = list(graph.nodes)
     return EntityLinker(graph, VectorIndex(keys, embedder.embed([entity_text(graph.nodes[k]) for k in keys])))

@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from tiny_graphrag.build.chunking import chunk_documents
-from tiny_graphrag.build.documents import load_documents
 from tiny_graphrag.config import ChunkingConfig
 from tiny_graphrag.errors import IndexFormatError
 from tiny_graphrag.index.placement import publish, staging_dir
 from tiny_graphrag.index.store import MANIFEST, IndexStore
+from tiny_graphrag.indexing.chunking import chunk_documents
+from tiny_graphrag.indexing.documents import load_documents
 from tiny_graphrag.records import Community, Finding, Report, short_ids
 
 TEXTS = [

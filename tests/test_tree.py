@@ -12,11 +12,11 @@ import pytest
 from _fakes import FakeLLM, KeywordExtractor
 
 from tiny_graphrag import QueryEngine, build_index
-from tiny_graphrag.build.tree import summarize
-from tiny_graphrag.build.tree_cluster import cluster_layer
 from tiny_graphrag.config import BuildConfig, ChunkingConfig, TreeConfig
 from tiny_graphrag.errors import InputError, MissingDependencyError
 from tiny_graphrag.index.cache import CallCache
+from tiny_graphrag.indexing.tree import summarize
+from tiny_graphrag.indexing.tree_cluster import cluster_layer
 
 CFG = TreeConfig(enabled=True)
 OBAMA = "../shared/data/corpora/barack_obama.txt"

@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 
 from tiny_graphrag import build_index, load_index
-from tiny_graphrag.build.chunking import chunk_documents
-from tiny_graphrag.build.documents import read_document
-from tiny_graphrag.build.sync import plan
 from tiny_graphrag.cli.commands import main
 from tiny_graphrag.config import BuildConfig, ChunkingConfig, ExtractionConfig, LLMConfig
 from tiny_graphrag.errors import ConfigError, IndexFormatError, InputError, OutputError
 from tiny_graphrag.index.placement import MANIFEST
 from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.indexing.chunking import chunk_documents
+from tiny_graphrag.indexing.documents import read_document
+from tiny_graphrag.indexing.sync import plan
 from tiny_graphrag.records import Document
 from tiny_graphrag.search.engine import QueryEngine
 
@@ -246,7 +246,7 @@ def test_bad_updates_are_refused_and_change_nothing(base_plain, docs, tmp_path, 
     index = load_index(out)
     with pytest.raises(InputError, match="'nope.txt' is not a document of the index"):
         index.remove(["nope.txt"])
-    with caplog.at_level("INFO", logger="tiny_graphrag.build.update"):
+    with caplog.at_level("INFO", logger="tiny_graphrag.indexing.update"):
         noop = index.add([docs / "a.txt"])
     assert "already indexed" in caplog.text and noop.summary.changes["documents"] == {"added": 0, "removed": 0}
     with pytest.raises(ConfigError, match=r"config\.chunking\.max_tokens: index has 24, given 32.*--force"):
@@ -325,8 +325,8 @@ def test_config_from_manifest_round_trips_every_section():
     import json
     from dataclasses import asdict
 
-    from tiny_graphrag.build.update import config_from_manifest
     from tiny_graphrag.config import BuildConfig, ChunkingConfig, CommunityConfig, TreeConfig
+    from tiny_graphrag.indexing.update import config_from_manifest
 
     config = BuildConfig(
         chunking=ChunkingConfig(max_tokens=64, overlap_tokens=8),

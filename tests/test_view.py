@@ -96,7 +96,7 @@ def test_options_and_refusals(index, tmp_path, capsys):
         view_data(index, level=max(c.level for c in coms) + 1)
     with pytest.raises(InputError, match="no community"):
         view_data(index, community="com-nope")
-    from tiny_graphrag.build.update import Index
+    from tiny_graphrag.indexing.update import Index
 
     for show in (lambda: view_data(index, top=0), lambda: Index.open(index.path).view(top=0)):  # a notebook's too
         with pytest.raises(InputError, match="--top 0: show at least one entity"):

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from tiny_graphrag.config import VERSION as __version__
 
 _EXPORTS = {
-    "build_index": "tiny_graphrag.build.pipeline",
-    "BuildResult": "tiny_graphrag.build.result",
-    "load_index": "tiny_graphrag.build.update",
-    "Index": "tiny_graphrag.build.update",
+    "build_index": "tiny_graphrag.indexing.pipeline",
+    "BuildResult": "tiny_graphrag.indexing.result",
+    "load_index": "tiny_graphrag.indexing.update",
+    "Index": "tiny_graphrag.indexing.update",
     "IndexStore": "tiny_graphrag.index.store",
-    "Text": "tiny_graphrag.build.documents",
+    "Text": "tiny_graphrag.indexing.documents",
     "QueryEngine": "tiny_graphrag.search.engine",
     "Schema": "tiny_graphrag.schema",
     "RelationType": "tiny_graphrag.schema",
@@ -32,10 +32,6 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tiny_graphrag.build.documents import Text
-    from tiny_graphrag.build.pipeline import build_index
-    from tiny_graphrag.build.result import BuildResult
-    from tiny_graphrag.build.update import Index, load_index
     from tiny_graphrag.config import (
         BuildConfig,
         ChunkingConfig,
@@ -46,6 +42,10 @@ if TYPE_CHECKING:  # pragma: no cover
         ResolutionConfig,
     )
     from tiny_graphrag.index.store import IndexStore
+    from tiny_graphrag.indexing.documents import Text
+    from tiny_graphrag.indexing.pipeline import build_index
+    from tiny_graphrag.indexing.result import BuildResult
+    from tiny_graphrag.indexing.update import Index, load_index
     from tiny_graphrag.schema import RelationType, Schema
     from tiny_graphrag.search.engine import QueryEngine
 

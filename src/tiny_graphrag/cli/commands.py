@@ -41,7 +41,9 @@ def _serve(args) -> int:
 
 
 def _build(args) -> None:
-    from tiny_graphrag.build.pipeline import build_index  # loads the pipeline's modules: not needed for --help or info
+    from tiny_graphrag.indexing.pipeline import (
+        build_index,  # loads the pipeline's modules: not needed for --help or info
+    )
 
     cfg = build_config(args)
     executor = None
@@ -84,7 +86,7 @@ def build_config(args) -> BuildConfig:
 
 
 def _update(args) -> None:
-    from tiny_graphrag.build.update import load_index  # loads the pipeline's modules
+    from tiny_graphrag.indexing.update import load_index  # loads the pipeline's modules
 
     with closing(load_index(args.index)) as index:
         if args.command == "add":

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tiny_graphrag.backends.llm import LLM
-from tiny_graphrag.build.readers.text import decode
 from tiny_graphrag.errors import InputError
+from tiny_graphrag.indexing.readers.text import decode
 from tiny_graphrag.records import Report
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from tiny_graphrag.backends.files import file_fingerprint, load_error, refetch_hint, resolve_model
 from tiny_graphrag.backends.files import models_dir as default_models_dir
 from tiny_graphrag.backends.loaded import cached_model, clear_models
-from tiny_graphrag.build.chunking import WORD_RE
 from tiny_graphrag.errors import ModelLoadError, require
 from tiny_graphrag.extract.base import (
     Relations,
@@ -34,6 +33,7 @@ from tiny_graphrag.extract.base import (
 )
 from tiny_graphrag.extract.runtime import Runtime, optimized, runtime_for
 from tiny_graphrag.finetune.labels import warn_zero_shot
+from tiny_graphrag.indexing.chunking import WORD_RE
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
 from tiny_graphrag.schema import Schema
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tiny_graphrag.build.chunking import WORD_RE
-from tiny_graphrag.build.readers.text import decode
 from tiny_graphrag.errors import InputError
+from tiny_graphrag.indexing.chunking import WORD_RE
+from tiny_graphrag.indexing.readers.text import decode
 
 
 @dataclass(frozen=True)

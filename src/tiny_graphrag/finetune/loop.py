@@ -1,8 +1,8 @@
-"""What GLiNER and GLiREL training share: settings, seeding, layer freezing, the loop, the output folder.
+"""What GLiNER and GLiREL training share: settings, seeding, layer freezing, the loop (output.py: the folder).
 
 The loop is plain PyTorch over the library's own model, collator and loss (one tqdm bar showing
 the loss). The eval set's F1, measured every `eval_every` steps and at the end, chooses the
-checkpoint. The model is written to a hidden folder beside `out` and renamed into place, so an
+checkpoint; output.py writes the model beside `out` and renames it into place, so an
 interrupted or failed run leaves no half-written model folder.
 """
 
@@ -11,12 +11,8 @@ from __future__ import annotations
 import copy
 import logging
 import operator
-import os
 import random
 import re
-import shutil
-import signal
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -26,9 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tiny_graphrag.config import Checked, allowed
-from tiny_graphrag.errors import ConfigError, OutputError
+from tiny_graphrag.errors import ConfigError
 from tiny_graphrag.finetune.data import Example
 from tiny_graphrag.finetune.labels import trained_labels, write_trained_labels
+from tiny_graphrag.finetune.output import written_aside
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -36,8 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiny_graphrag.finetune.score import Evaluator
 
 log = logging.getLogger(__name__)
-
-MODEL_MARKERS = ("gliner_config.json", "glirel_config.json")
 
 
 @dataclass
@@ -154,6 +149,7 @@ def train_and_save(
             folder,
             tr.kind.lower(),
             labels,
+            files=sorted(p.name for p in folder.iterdir()),  # what a later --out here may replace (check_out)
             base=str(base),
             settings=settings.as_dict(),
             examples=len(train),
@@ -213,63 +209,6 @@ def freeze_lower_layers(encoder: torch.nn.Module, freeze: int | None) -> int:
         if (freeze > 0 and "embeddings" in name) or layer_of.get(name, freeze) < freeze:
             p.requires_grad_(False)
     return freeze
-
-
-def check_out(out: Path) -> None:
-    """Refuse an --out that exists and is not a model folder (nothing of the user's is replaced)."""
-    if out.exists():
-        if not out.is_dir():
-            raise OutputError(f"--out {out} is a file; pass a new folder (or a model folder to replace)")
-        if any(out.iterdir()) and not any((out / m).is_file() for m in MODEL_MARKERS):
-            raise OutputError(
-                f"--out {out} is a folder that is not a GLiNER/GLiREL model: refusing to replace it. "
-                "To fix: pass a new folder, or an empty one"
-            )
-
-
-@contextmanager
-def written_aside(out: Path) -> Iterator[Path]:
-    """A hidden folder beside `out` to write into; on success it replaces `out`, else it is removed."""
-    check_out(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(out)
-    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    # `kill` (SIGTERM) as well as Ctrl-C unwinds through the clean-up below
-    on_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _interrupt) if on_main else None
-    try:
-        yield tmp
-        old = None
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}"
-            out.rename(old)
-        tmp.rename(out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if on_main:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _remove_stale(out: Path) -> None:
-    """Folders written aside by runs killed without clean-up (SIGKILL, power loss)."""
-    for p in out.parent.glob(f".{out.name}.partial-*"):
-        pid = p.name.rsplit("-", 1)[-1]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(p, ignore_errors=True)
-        except PermissionError:  # another user's live process
-            pass
 
 
 @contextmanager

@@ -15,8 +15,8 @@ import networkx as nx
 from tqdm.auto import tqdm
 
 from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, ContextWindowError
-from tiny_graphrag.build.chunking import split_sentences
 from tiny_graphrag.citations import filter_citations, strip_citations
+from tiny_graphrag.indexing.chunking import split_sentences
 from tiny_graphrag.records import Community, Finding, Report
 from tiny_graphrag.reports.context import ReportContext, SourceText, build_report_context
 from tiny_graphrag.reports.parse import parse_report_json, trim_to_bounds

@@ -15,15 +15,15 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tiny_graphrag.build.documents import Input, LoadedInputs, collect_documents, input_paths
-from tiny_graphrag.build.pipeline import build_index
-from tiny_graphrag.build.result import BuildResult, BuildSummary
-from tiny_graphrag.build.sync import plan
 from tiny_graphrag.config import BuildConfig, from_dict
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.index.manifest import manifest_field
 from tiny_graphrag.index.placement import check_output
 from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.indexing.documents import Input, LoadedInputs, collect_documents, input_paths
+from tiny_graphrag.indexing.pipeline import build_index
+from tiny_graphrag.indexing.result import BuildResult, BuildSummary
+from tiny_graphrag.indexing.sync import plan
 from tiny_graphrag.schema import Schema
 
 if TYPE_CHECKING:  # pragma: no cover

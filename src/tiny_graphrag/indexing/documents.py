@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard
 
-from tiny_graphrag.build.readers import SUFFIXES, kind_of, read_file
-from tiny_graphrag.build.readers.text import text_document
 from tiny_graphrag.config import DocumentsConfig
 from tiny_graphrag.errors import InputError
+from tiny_graphrag.indexing.readers import SUFFIXES, kind_of, read_file
+from tiny_graphrag.indexing.readers.text import text_document
 from tiny_graphrag.records import Document
 
 log = logging.getLogger(__name__)

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from tiny_graphrag.build.merge import merge_nodes
 from tiny_graphrag.config import ResolutionConfig
 from tiny_graphrag.index.graph import assign_hids
+from tiny_graphrag.indexing.merge import merge_nodes
 from tiny_graphrag.records import Merge
 
 log = logging.getLogger(__name__)

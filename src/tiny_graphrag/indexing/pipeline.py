@@ -24,11 +24,6 @@ from typing import TYPE_CHECKING, Any
 from tiny_graphrag.backends.embed import CachedEmbedder, Embedder, TextEmbedder, document_title, titled
 from tiny_graphrag.backends.files import choose_device
 from tiny_graphrag.backends.llm import LLM, CachedLLM, open_llm
-from tiny_graphrag.build.chunking import chunk_documents
-from tiny_graphrag.build.documents import Input, LoadedInputs, collect_documents, input_paths
-from tiny_graphrag.build.resolve import resolve_aliases
-from tiny_graphrag.build.result import BuildResult, BuildSummary
-from tiny_graphrag.build.sync import changes, check_settings, plan, previous_index, settings
 from tiny_graphrag.config import VERSION, BuildConfig
 from tiny_graphrag.errors import InputError, TinyGraphRAGError
 from tiny_graphrag.extract.base import Extractor, make_extractor
@@ -46,6 +41,11 @@ from tiny_graphrag.index.placement import (
     staging_dir,
 )
 from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.indexing.chunking import chunk_documents
+from tiny_graphrag.indexing.documents import Input, LoadedInputs, collect_documents, input_paths
+from tiny_graphrag.indexing.resolve import resolve_aliases
+from tiny_graphrag.indexing.result import BuildResult, BuildSummary
+from tiny_graphrag.indexing.sync import changes, check_settings, plan, previous_index, settings
 from tiny_graphrag.records import Chunk, Community, Document, Extraction, Report
 from tiny_graphrag.reports.communities import hierarchical_communities
 from tiny_graphrag.reports.context import SourceText
@@ -255,7 +255,7 @@ def load_models(b: Build, extractor: Extractor | None, embedder: TextEmbedder | 
         else:  # a bare backend: cached and counted like the configured model
             cached = llm if isinstance(llm, CachedLLM) else CachedLLM(llm, b.cache)
     if config.tree.enabled:
-        from tiny_graphrag.build.tree_cluster import require_libraries
+        from tiny_graphrag.indexing.tree_cluster import require_libraries
 
         require_libraries()  # a missing umap-learn fails now, not after the extraction
     if embedder is None:
@@ -338,7 +338,7 @@ def make_tree(b: Build, models: Models) -> dict[str, Any] | None:
     """The RAPTOR tree's description for the manifest; None: built without a tree (`--tree` builds one)."""
     if not b.config.tree.enabled or models.llm is None:
         return None
-    from tiny_graphrag.build.tree import tree_stage  # imports umap-learn and scikit-learn only when a tree is built
+    from tiny_graphrag.indexing.tree import tree_stage  # imports umap-learn and scikit-learn only when a tree is built
 
     with b.stage("tree"):  # an update re-summarizes only clusters whose text is new (call cache)
         info = tree_stage(b.store, b.chunks, models.llm, models.embedder, b.config.tree, progress=b.progress)

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tiny_graphrag.build.documents import RAW_TEXT
 from tiny_graphrag.errors import ConfigError, IndexFormatError
 from tiny_graphrag.index.manifest import FORMAT_VERSION
 from tiny_graphrag.index.store import IndexStore
+from tiny_graphrag.indexing.documents import RAW_TEXT
 from tiny_graphrag.records import Document
 
 # Config fields that say where or how fast something runs, not what is built: they may differ

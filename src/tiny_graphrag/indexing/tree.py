@@ -22,8 +22,8 @@ from tqdm import tqdm
 
 from tiny_graphrag.backends.embed import TextEmbedder
 from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, ContextWindowError
-from tiny_graphrag.build.tree_cluster import cluster_layer
 from tiny_graphrag.config import TreeConfig
+from tiny_graphrag.indexing.tree_cluster import cluster_layer
 from tiny_graphrag.records import Chunk, TreeNode
 from tiny_graphrag.tables import fit_text
 
