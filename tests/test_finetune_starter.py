@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from tiny_graphrag.finetune import starter
 from tiny_graphrag.finetune.data import read_examples
 from tiny_graphrag.finetune.redocred import load_documents, sentence_examples, split_documents
@@ -9,7 +12,7 @@ from tiny_graphrag.finetune.redocred import load_documents, sentence_examples, s
 
 def test_redocred_sentences_keep_gold_mentions_and_same_sentence_relations():
     docs, rel_info = load_documents()
-    assert len(docs) == 500  # the vendored copy (data/redocred/) is complete
+    assert len(docs) == 500  # the package's copy (finetune/redocred_data/) is complete
     doc = docs[0]
     exs = sentence_examples(doc, rel_info)
     assert len(exs) == len(doc["sents"])
@@ -62,3 +65,24 @@ def test_base_starter_before_it_is_built_says_how_to_build_it(tmp_path):
 
     with pytest.raises(ConfigError, match="make starter"):
         resolve("starter", "gliner", tmp_path)
+
+
+def test_the_training_data_is_package_data_and_a_missing_copy_says_to_reinstall(tmp_path, monkeypatch):
+    import pytest
+
+    import tiny_graphrag
+    from tiny_graphrag.errors import InputError
+    from tiny_graphrag.finetune import redocred
+
+    package = Path(tiny_graphrag.__file__).parent
+    assert package in redocred.data_dir().parents  # never the checkout around the package
+    monkeypatch.setattr(redocred, "DATA_DIR", tmp_path / "redocred_data")
+    with pytest.raises(InputError, match="missing from the installed package.*pip install --force-reinstall"):
+        load_documents()
+
+
+def test_starter_dry_run_loads_the_data_and_finds_the_encoder_but_trains_nothing(tmp_path, capsys):
+    assert starter.main(["--dry-run", "--models-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"would train {starter.starter_dir(tmp_path)} from ") and re.search(r"\btrain [1-9]", out)
+    assert "redocred_data" in out and not list(tmp_path.iterdir())  # nothing written

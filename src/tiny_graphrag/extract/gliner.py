@@ -1,7 +1,7 @@
 """GLiNER for typed entities, GLiREL for typed relations, through their batch APIs.
 
 We call the models directly rather than through their spaCy wrappers: the wrappers can drop all
-entities silently, ignore thresholds and run one document at a time (shared/notes). Models load
+entities silently, ignore thresholds and run one document at a time. Models load
 once per process (cache keyed by path, device and dtype) on first use, never at import time.
 """
 
@@ -140,7 +140,7 @@ def load_glirel(path: Path, rt: Runtime, models_dir: str | os.PathLike[str] | No
 
     We read glirel_config.json and the weights ourselves instead of `GLiREL.from_pretrained`:
     that lets us point `model_name` at a local backbone, and avoids from_pretrained's
-    incompatibility with huggingface_hub>=1 (shared/notes).
+    incompatibility with huggingface_hub>=1 (it passes the removed `proxies`/`resume_download`).
     """
 
     def load() -> Any:
@@ -159,7 +159,7 @@ def load_glirel(path: Path, rt: Runtime, models_dir: str | os.PathLike[str] | No
         backbone = glirel_backbone(str(config.model_name), path, default_models_dir(models_dir))
         config.model_name = str(backbone)
         # We always pass one fixed label list for the whole batch; with False GLiREL would
-        # read a label list per text (shared/notes).
+        # read a label list per text.
         config.fixed_relation_types = True
         config.device = rt.device
         try:

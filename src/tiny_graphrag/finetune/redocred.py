@@ -1,6 +1,7 @@
 """Re-DocRED as examples: one sentence per example, mentions as entities, same-sentence relations.
 
-The vendored copy (data/redocred/, xz) is read when present, else ../shared/data/eval/redocred_dev/.
+The dev split ships inside the package (redocred_data/: xz-compressed, with its source and licence in
+README.md), so an installed package trains the starter offline with no checkout beside it.
 Tokens are joined by spaces and re-split with the extractor's tokenization (WORD_RE), so training,
 evaluation and extraction see the same words.
 """
@@ -26,18 +27,18 @@ TYPE_NAMES = {
     "NUM": "number",
     "MISC": "miscellaneous",
 }
-_ROOT = Path(__file__).resolve().parents[3]
+DATA_DIR = Path(__file__).with_name("redocred_data")
 
 
 def data_dir() -> Path:
-    """Where Re-DocRED is: the repository's vendored copy, else the shared data folder beside it."""
-    for d in (_ROOT / "data" / "redocred", _ROOT.parent / "shared" / "data" / "eval" / "redocred_dev"):
-        if (d / "rel_info.json").is_file():
-            return d
-    raise InputError(
-        f"Re-DocRED is missing: expected {_ROOT / 'data' / 'redocred'} (dev_revised.json.xz and rel_info.json). "
-        "To fix: restore that folder from the repository"
-    )
+    """The package's copy of Re-DocRED (package data, installed with the library)."""
+    if not (DATA_DIR / "rel_info.json").is_file() or not (DATA_DIR / "dev_revised.json.xz").is_file():
+        raise InputError(
+            f"Re-DocRED is missing from the installed package: expected dev_revised.json.xz and rel_info.json "
+            f"in {DATA_DIR}. To fix: reinstall tiny-graphrag (pip install --force-reinstall tiny-graphrag; "
+            "in a checkout: git restore that folder)"
+        )
+    return DATA_DIR
 
 
 def load_documents(folder: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:

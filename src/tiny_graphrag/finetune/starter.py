@@ -32,7 +32,7 @@ from tiny_graphrag.backends.files import models_dir as default_models_dir
 from tiny_graphrag.backends.files import resolve_model
 from tiny_graphrag.finetune.data import Example, to_friendly, write_jsonl
 from tiny_graphrag.finetune.loop import TrainSettings
-from tiny_graphrag.finetune.redocred import load_documents, sentence_examples, split_documents
+from tiny_graphrag.finetune.redocred import data_dir, load_documents, sentence_examples, split_documents
 
 log = logging.getLogger(__name__)
 
@@ -213,12 +213,23 @@ def _load() -> list[float] | None:
         return None
 
 
+def dry_run(models_dir: str | os.PathLike[str] | None = None) -> str:
+    """What `build_starter` would train, with the data loaded and the encoder found, training nothing."""
+    encoder = resolve_model(RECIPE["encoder"], kind="embedder", models_dir_=models_dir)
+    sizes = ", ".join(f"{name} {len(exs)}" for name, exs in splits().items())
+    return f"would train {starter_dir(models_dir)} from {encoder} on Re-DocRED ({data_dir()}) sentences: {sizes}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tiny_graphrag.finetune.starter", description=__doc__.split("\n")[0])
     p.add_argument("--models-dir", help="where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     p.add_argument("--force", action="store_true", help="train again even if the pair is there")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--dry-run", action="store_true", help="load the data and find the encoder, then stop")
     args = p.parse_args(argv)
+    if args.dry_run:
+        print(dry_run(args.models_dir))
+        return 0
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("tiny_graphrag").setLevel(logging.INFO)  # ours: eval F1 per checkpoint, timings
     print(build_starter(args.models_dir, progress=not args.quiet, force=args.force))
