@@ -78,3 +78,11 @@ def test_long_single_line_string_is_text_not_a_path():
     text = "Barack Obama was born in Honolulu. " * 20  # longer than any file name may be
     (doc,) = load_documents([text])
     assert doc.text == text and doc.source == "<text:0>"
+
+
+def test_a_windows_1252_file_is_told_the_encoding_that_keeps_its_quotes(tmp_path):
+    p = tmp_path / "quotes.csv"
+    p.write_bytes("id,text\n1,\u201cQuoted\u201d \u2013 caf\u00e9\n".encode("cp1252"))
+    with pytest.raises(InputError, match="iconv -f cp1252 -t utf-8") as info:
+        read_document(p)
+    assert "latin1" not in str(info.value)

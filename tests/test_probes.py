@@ -159,6 +159,18 @@ def test_links_that_lead_nowhere_or_to_folders_are_named(work, caplog):
     assert f"{docs / 'up'}: it is a link to a folder" in text and "pass the folder it points to" in text
 
 
+def test_a_link_to_a_file_outside_the_folder_is_read_and_named(work, caplog):
+    from tiny_graphrag.indexing.documents import load_documents
+
+    docs = work / "docs"
+    docs.mkdir()
+    os.symlink(work / "a.txt", docs / "elsewhere.txt")
+    with caplog.at_level(logging.WARNING):
+        assert [d.text for d in load_documents([docs])] == [TEXT]
+    assert f"{docs / 'elsewhere.txt'} links to {work / 'a.txt'}, outside {docs}: read too" in caplog.text
+    assert "To leave it out, remove the link" in caplog.text
+
+
 def test_an_unreadable_subfolder_is_named(work, caplog, monkeypatch):
     from tiny_graphrag.indexing.documents import load_documents
 

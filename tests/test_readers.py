@@ -189,3 +189,154 @@ def test_sync_keeps_the_indexed_version_of_a_file_that_cannot_be_read_now():
     old = [new_document(PAGES[0], "a.pdf"), new_document(PAGES[1], "b.txt")]
     final = plan(old, [new_document(PAGES[2], "c.txt")], sync=True, unread=["a.pdf"])
     assert [d.source for d in final.documents] == ["c.txt", "a.pdf"] and final.removed == (old[1].id,)
+
+
+# ---- issue 44: bad input the readers met ----------------------------------------------------------
+def docx_with_body(path, body: bytes, compression=zipfile.ZIP_DEFLATED):
+    """A real .docx (python-docx's parts) whose document.xml holds `body` (raw WordprocessingML)."""
+    write_docx(path.with_suffix(".src.docx"), "Title", ["para"])
+    with zipfile.ZipFile(path.with_suffix(".src.docx")) as z, zipfile.ZipFile(path, "w", compression) as out:
+        for info in z.infolist():
+            data = z.read(info)
+            if info.filename == "word/document.xml":
+                head, _, tail = data.partition(b"<w:body>")
+                data = head + b"<w:body>" + body + tail
+            out.writestr(info.filename, data)
+    path.with_suffix(".src.docx").unlink()
+    return path
+
+
+PARA = b"<w:p><w:r><w:t>" + b"Marie Curie was born in Warsaw. " * 32 + b"</w:t></w:r></w:p>"
+
+
+def test_a_docx_that_unpacks_past_the_bound_is_refused_naming_it(tmp_path):
+    from tiny_graphrag.cli.commands import build_config
+    from tiny_graphrag.cli.parser import build_parser
+
+    bomb = docx_with_body(tmp_path / "bomb.docx", PARA * (3 * 2**20 // len(PARA)))  # 3 MiB, ~30 KB packed
+    (tmp_path / "a.txt").write_text(PAGES[0], encoding="utf-8")
+    loaded = collect_documents([tmp_path], DocumentsConfig(max_unpacked_mb=1))
+    assert [d.source for d in loaded.documents] == [str(tmp_path / "a.txt")] and loaded.failed == (str(bomb),)
+    with pytest.raises(InputError, match=r"bomb.docx unpacks to more than 1 MiB.*--max-unpacked-mb N"):
+        load_documents([bomb], DocumentsConfig(max_unpacked_mb=1))
+    (doc,) = load_documents([bomb], DocumentsConfig(max_unpacked_mb=4))  # within a raised bound: read
+    assert doc.text.count("Marie Curie") > 90_000
+    args = build_parser().parse_args(["build", "x", "--out", "y", "--max-unpacked-mb", "4"])
+    assert build_config(args).documents.max_unpacked_mb == 4
+
+
+def test_a_docx_part_that_holds_more_than_its_header_says_is_not_unpacked(tmp_path):
+    import struct
+    import tracemalloc
+    import zlib
+
+    bomb = docx_with_body(tmp_path / "liar.docx", PARA * (48 * 2**20 // len(PARA)))  # 48 MiB
+    data = bytearray(bomb.read_bytes())
+    with zipfile.ZipFile(bomb) as z, z.open("word/document.xml") as f:
+        prefix = f.read(4096)
+    at = data.rindex(b"PK\x01\x02", 0, data.rindex(b"word/document.xml"))  # its central directory entry
+    struct.pack_into("<I", data, at + 16, zlib.crc32(prefix))  # declared: 4 KB, and their checksum
+    struct.pack_into("<I", data, at + 24, len(prefix))
+    bomb.write_bytes(data)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match="liar.docx is not a readable Word document"):  # its XML is cut short
+            load_documents([bomb])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20  # the 48 MiB behind the lie were never unpacked
+
+
+def test_a_docx_part_compressed_as_word_never_does_is_refused(tmp_path):
+    bzipped = docx_with_body(tmp_path / "bz.docx", PARA, compression=zipfile.ZIP_BZIP2)  # unbounded when unpacked
+    with pytest.raises(InputError, match="bz.docx is not a readable Word document.*compression method 12.*save it"):
+        load_documents([bzipped])
+
+
+def test_a_parquet_table_declaring_more_than_the_bound_is_refused(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist([{"text": f"{n}. {PAGES[0] * 40}"} for n in range(1000)]), path)  # 2.4 MiB
+    with pytest.raises(InputError, match=r"rows.parquet unpacks to more than 1 MiB.*--max-unpacked-mb"):
+        load_documents([path], DocumentsConfig(max_unpacked_mb=1))
+    assert len(load_documents([path], DocumentsConfig(max_unpacked_mb=4))) == 1000
+
+
+UNKNOWN_CHARSET = (
+    b"From: ann@example.org\nSubject: Plans\nDate: Mon, 1 Mar 2021 10:00:00 +0000\n"
+    b"Content-Type: text/plain; charset=x-unknown\n\nThe plans are ready.\n"
+)
+
+
+def test_a_message_of_an_unknown_charset_is_named_and_the_rest_is_read(tmp_path):
+    (tmp_path / "odd.eml").write_bytes(UNKNOWN_CHARSET)
+    good = mail("Engine", "ada@example.org", DATE, PAGES[1])
+    (tmp_path / "box.mbox").write_bytes(
+        b"From ann@example.org Mon Mar  1 10:00:00 2021\n" + UNKNOWN_CHARSET + b"\n"
+        b"From ada@example.org Mon Mar  1 10:00:00 2021\n" + bytes(good)
+    )
+    loaded = collect_documents([tmp_path])
+    assert [d.metadata["subject"] for d in loaded.documents] == ["Engine"]  # the mbox's good message
+    assert loaded.failed == (str(tmp_path / "odd.eml"),)
+    assert any("box.mbox, message 1 was not indexed" in n and "x-unknown" in n for n in loaded.notes)
+    with pytest.raises(InputError, match=r"odd.eml was not read: .*character set.*x-unknown.*To fix: set the charset="):
+        load_documents([tmp_path / "odd.eml"])
+    (tmp_path / "one.mbox").write_bytes(b"From ann@example.org Mon Mar  1 10:00:00 2021\n" + UNKNOWN_CHARSET)
+    with pytest.raises(InputError, match=r"one.mbox, message 1 was not indexed: .*x-unknown.*To fix"):  # not "no text"
+        load_documents([tmp_path / "one.mbox"])
+
+
+def test_a_forwarded_message_is_read_with_the_one_forwarding_it(tmp_path):
+    outer = mail("Fwd: Engine", "bob@example.org", DATE, "See below.")
+    outer.add_attachment(mail("Engine", "ada@example.org", DATE, PAGES[1]))  # message/rfc822
+    (doc,) = load_documents([write_mbox(tmp_path / "fwd.mbox", [outer])])
+    assert "See below." in doc.text and "Subject: Engine" in doc.text and PAGES[1] in doc.text
+
+
+def test_csv_long_cells_ragged_rows_and_repeated_names_are_kept(tmp_path):
+    import csv
+
+    limit = csv.field_size_limit()
+    long = "Marie Curie was born in Warsaw. " * 4400  # 140,800 characters: past csv's default field limit
+    (tmp_path / "long.csv").write_text(f"id,text\n1,{long}\n", encoding="utf-8")
+    assert load_documents([tmp_path / "long.csv"])[0].text == long.strip()
+    assert csv.field_size_limit() == limit  # the process-wide limit is as it was
+    (tmp_path / "odd.csv").write_text("id,text,text\n1,first,second,x,y\n2,third,fourth\n", encoding="utf-8")
+    loaded = collect_documents([tmp_path / "odd.csv"])
+    assert [d.text for d in loaded.documents] == ["first", "third"]
+    assert loaded.documents[0].metadata == {"id": "1", "text (2)": "second", "column 4": "x", "column 5": "y"}
+    (note,) = loaded.notes
+    assert "kept as the columns ['text (2)', 'column 4', 'column 5']" in note and "(row(s) ['1'])" in note
+
+
+@pytest.mark.parametrize("content", ["id,text\n", "", "\n\n"])
+def test_a_table_without_rows_says_so(tmp_path, content):
+    (tmp_path / "t.csv").write_text(content, encoding="utf-8")
+    with pytest.raises(InputError, match="t.csv holds no rows, so nothing to index. To fix: add rows") as info:
+        load_documents([tmp_path / "t.csv"])
+    assert "--text-column" not in str(info.value)
+
+
+def test_text_files_are_text_unless_clearly_mail_or_pdf(tmp_path):
+    notes = {
+        "formats.txt": "File formats. A PDF starts with %PDF-1.7 and ends with %%EOF.\n",
+        "letter.txt": "From the desk of Ann\nFrom: Ann <ann@example.org>\nSubject: Plans\n\nThe plans are ready.\n",
+        "post.md": "Title: Plans\nAuthor: Ann\nFrom: Bob\nDate: 2021-03-01\n\n# Plans\n\nThe plans are ready.\n",
+    }
+    for name, text in notes.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert {d.source.rsplit("/", 1)[-1]: d.text for d in load_documents([tmp_path])} == notes  # every line kept
+    write_mbox(tmp_path / "saved.txt", [mail("Note", "bob@example.org", DATE, PAGES[0])])  # an mbox named .txt
+    assert kind_of(tmp_path / "saved.txt") == "mbox"
+
+
+def test_a_page_date_is_what_the_page_declares_never_a_year_from_its_text(tmp_path):
+    body = "<p>In 2004 the company moved to Paris, and it has grown every year since then.</p>" * 3
+    (tmp_path / "a.html").write_text(f"<html><head><title>T</title></head><body>{body}</body></html>")
+    assert "date" not in read_document(tmp_path / "a.html").metadata
+    dated = '<html><head><meta name="date" content="2021-03-04"><title>T</title></head>'
+    (tmp_path / "b.html").write_text(f"{dated}<body>{body}</body></html>")
+    assert read_document(tmp_path / "b.html").metadata["date"] == "2021-03-04"

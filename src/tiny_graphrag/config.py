@@ -243,6 +243,7 @@ class DocumentsConfig(Checked):
 
     text_columns: tuple[str, ...] = ()  # joined in this order; (): the column "text"
     title_column: str | None = None  # its value titles the row (embedded with it, shown in citations)
+    max_unpacked_mb: int = allowed(100, ">= 1")  # the most one DOCX/Parquet file may unpack to: a zip bomb is refused
 
     def __post_init__(self) -> None:  # a manifest stores a list, a caller may pass one name
         cols = self.text_columns

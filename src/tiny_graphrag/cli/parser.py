@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
     )
     opt("documents.title_column", "a table's column that titles each row (others are kept as metadata)")
+    opt("documents.max_unpacked_mb", "the most one compressed file (DOCX, Parquet) may unpack to, in MiB")
     opt("extraction.extractor", "entity/relation extractor", choices=extractor_names())
     opt("extraction.spacy_model", "installed spaCy pipeline or path")
     opt("extraction.gliner_model", "GLiNER model folder name under models/ or a path")

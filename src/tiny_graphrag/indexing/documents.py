@@ -13,7 +13,8 @@ tables). A file that cannot be read (damaged, encrypted, a missing column) is an
 and the fix, logged, and the rest of the inputs are still read; only when nothing at all can be
 read does the build stop. Files of formats not read are listed in one line, by extension. Inside
 input folders, hidden names (starting with ".") are not documents; links that lead nowhere,
-links to folders and folders that cannot be read are skipped with a warning naming them.
+links to folders and folders that cannot be read are skipped with a warning naming them; a link
+to a file outside the folder is read, with a warning naming where it leads.
 """
 
 from __future__ import annotations
@@ -205,6 +206,10 @@ def _expand(path: Path, *, given_as_string: bool = False) -> list[tuple[Path, bo
                     p,
                 )
             elif p.is_file():
+                if p.is_symlink() and not p.resolve().is_relative_to(path.resolve()):
+                    log.warning(
+                        "%s links to %s, outside %s: read too. To leave it out, remove the link", p, p.resolve(), path
+                    )
                 files.append(p)
     if not files:
         note = ""

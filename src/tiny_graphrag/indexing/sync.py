@@ -23,11 +23,11 @@ from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.indexing.documents import RAW_TEXT
 from tiny_graphrag.records import Document
 
-# Config fields that say where or how fast something runs, not what is built: they may differ
-# between a build and its update. Model names are covered by their files' fingerprints.
+# Config fields that say where or how fast something runs, or which files are too big to read, not what
+# is built: they may differ between a build and its update. Model names are covered by their files' fingerprints.
 _NOT_SETTINGS = set(
     """device batch_size half_precision n_gpu_layers n_threads models_dir cache_dir model gliner_model glirel_model
-    spacy_model embedder_model""".split()
+    spacy_model embedder_model max_unpacked_mb""".split()
 )
 
 

@@ -1,8 +1,8 @@
 """Reading one file into documents, the reader chosen by what the file holds, not by its name.
 
 PDF, DOCX and Parquet are told by their first bytes; HTML and e-mail by how their text begins; CSV
-and JSON tables (which any text may resemble) by their extension; other text by .txt/.md. A reader
-returns the file's documents (one, or one per table row or mbox message) and adds warnings to
+and JSON tables (which any text may resemble) by their extension; other text by .txt/.md (text
+unless it begins as an mbox does: a From_ line with a time and a year, then headers). A reader the file's documents (one, or one per table row or mbox message) and adds warnings to
 `notes`. Each format's library is optional: `pip install "tiny-graphrag[documents]"`.
 """
 
@@ -47,6 +47,7 @@ SUFFIXES = {
 }
 _HTML = re.compile(r"<!doctype html|<html[\s>]|<head[\s>]|<body[\s>]")
 _HEADER = re.compile(r"([A-Za-z0-9-]+):")
+_FROM_LINE = re.compile(r"From \S+ .*\b\d\d:\d\d\b.*\b\d{4}\b")  # "From ann@x.org Mon Mar  1 10:00:00 2021"
 
 
 def _is_mail(head: str) -> bool:
@@ -70,7 +71,8 @@ def kind_of(path: Path) -> str | None:
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     named = SUFFIXES.get(path.suffix.lower())
-    if b"%PDF" in head[:1024]:
+    # PDF readers allow junk before the header within the first KB; a text file may only mention it
+    if head.startswith(b"%PDF-") or (named in (None, "pdf") and b"%PDF-" in head[:1024]):
         return "pdf"
     if head.startswith(b"PAR1"):
         return "parquet"
@@ -90,9 +92,11 @@ def _text_kind(head: bytes, named: str | None) -> str | None:
     start = head.decode(enc, "replace").lstrip("\ufeff \t\r\n")
     if start.startswith("<") and _HTML.search(start.lower()):
         return "html"
-    if start.startswith("From ") and _is_mail(start.partition("\n")[2]):
+    # A .txt/.md opening "From ..." or with From:/Date: lines is a note; an mbox needs a real From_ line
+    from_line = _FROM_LINE.match(start) if named == "text" else start.startswith("From ")
+    if from_line and _is_mail(start.partition("\n")[2]):
         return "mbox"
-    if _is_mail(start):
+    if _is_mail(start) and named != "text":
         return "eml"
     if named in ("csv", "jsonl", "json"):
         return named

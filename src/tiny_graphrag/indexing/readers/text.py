@@ -57,14 +57,25 @@ def decode(data: bytes, path: Path | str, binary_fix: str = DOCUMENT_FIX) -> str
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         path = Path(path)
+        # 0x80-0x9f are quotes and dashes in Windows-1252 but control characters in Latin-1
+        source = "latin1" if any(b in data for b in b"\x81\x8d\x8f\x90\x9d") else "cp1252"  # bytes 1252 lacks
         raise InputError(
             f"{path} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            f"convert it first, e.g. `iconv -f latin1 -t utf-8 {path} > {path.stem}.utf8{path.suffix}`"
+            f"convert it first, e.g. `iconv -f {source} -t utf-8 {path} > {path.stem}.utf8{path.suffix}`"
         ) from exc
 
 
 def read(path: Path, data: bytes, config: DocumentsConfig, notes: list[str]) -> list[Document]:
     return [text_document(decode(data, path), str(path))]
+
+
+def check_unpacked(path: Path, size: int, config: DocumentsConfig) -> None:
+    """Refuse a compressed file (DOCX, Parquet) that unpacks to more than `max_unpacked_mb`."""
+    if size > config.max_unpacked_mb * 2**20:
+        raise InputError(
+            f"{path} unpacks to more than {config.max_unpacked_mb} MiB (a zip bomb?), so it was not read. To fix: if "
+            "it is a genuine document, raise the bound with --max-unpacked-mb N (DocumentsConfig(max_unpacked_mb=N))"
+        )
 
 
 def text_document(text: str, source: str, **kw) -> Document:

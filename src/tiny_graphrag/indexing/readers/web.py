@@ -21,6 +21,13 @@ def html_text(html: str) -> str:
 def read(path: Path, data: bytes, config: DocumentsConfig, notes: list[str]) -> list[Document]:
     html = decode(data, path)
     trafilatura = require("trafilatura", "documents", "reading HTML pages")
-    info = trafilatura.extract_metadata(html)
-    meta = {k: getattr(info, k, None) for k in ("title", "author", "date")} if info is not None else {}
+    from htmldate import find_date  # trafilatura's date reader, installed with it
+
+    info, tree = trafilatura.extract_metadata(html), trafilatura.load_html(html)
+    meta = {k: getattr(info, k, None) for k in ("title", "author")} if info is not None else {}
+    if tree is not None:  # a date the page declares (meta tags, JSON-LD), never a year from its text
+        declared = tree.xpath('//meta | //script[@type="application/ld+json"]')
+        tree.clear()
+        tree.extend(declared)
+        meta["date"] = find_date(tree, extensive_search=False, original_date=True)
     return [text_document(html_text(html), str(path), metadata={k: str(v) for k, v in meta.items() if v})]
