@@ -100,6 +100,9 @@ def test_missing_and_empty_files_are_input_errors(tmp_path):
     (tmp_path / "empty.jsonl").write_text("\n", encoding="utf-8")
     with pytest.raises(InputError, match="no examples"):
         read_examples(tmp_path / "empty.jsonl")
+    # a folder was said not to exist; it is named a folder, with the file formats wanted
+    with pytest.raises(InputError, match=r"is a folder; pass a file of examples instead: JSONL.*tokenized_text"):
+        read_examples(tmp_path)
 
 
 def test_a_file_that_is_not_utf8_is_an_input_error_and_lines_count_as_a_text_file_reads_them(tmp_path):

@@ -16,7 +16,7 @@ from tiny_graphrag.finetune import loop
 from tiny_graphrag.finetune.data import from_friendly, read_examples, write_jsonl
 from tiny_graphrag.finetune.gliner import evaluate_gliner, finetune_gliner
 from tiny_graphrag.finetune.glirel import evaluate_glirel, finetune_glirel
-from tiny_graphrag.finetune.labels import trained_labels
+from tiny_graphrag.finetune.labels import trained_labels, write_trained_labels
 from tiny_graphrag.finetune.loop import TrainSettings
 
 pytest.importorskip("gliner")
@@ -209,7 +209,7 @@ def test_out_onto_a_model_we_did_not_write_is_refused(tiny_models_dir, data, tmp
     assert sorted(p.name for p in theirs.iterdir()) == before
 
 
-def test_an_interrupted_training_leaves_no_model_folder(tiny_models_dir, data, tmp_path, monkeypatch):
+def interrupt_after_one_batch(monkeypatch) -> None:
     real = loop.batches
 
     def interrupted(*args, **kwargs):
@@ -218,6 +218,10 @@ def test_an_interrupted_training_leaves_no_model_folder(tiny_models_dir, data, t
         raise KeyboardInterrupt
 
     monkeypatch.setattr(loop, "batches", interrupted)
+
+
+def test_an_interrupted_training_leaves_no_model_folder(tiny_models_dir, data, tmp_path, monkeypatch):
+    interrupt_after_one_batch(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         finetune_gliner(
             tiny_models_dir / "tiny-gliner", read_examples(data["train"]), None, tmp_path / "m", _settings(max_steps=5)
@@ -250,6 +254,7 @@ def test_schema_label_the_model_never_saw_warns_zero_shot(tiny_models_dir, data,
         GlinerGlirelExtractor(schema, tiny_config(gliner_model="tuned-gliner"), models_dir=tiny_models_dir)
     warned = [r.getMessage() for r in caplog.records if "zero-shot" in r.getMessage()]
     assert len(warned) == 1 and "'Drug'" in warned[0] and "'Person'" not in warned[0]  # case is ignored
+    assert "(its training data had no example): it still predicts that label zero-shot, with weak" in warned[0]
 
 
 def test_friendly_examples_convert_like_the_extractor_reads(data):
@@ -416,3 +421,130 @@ def test_the_python_api_defaults_are_the_settings_defaults():
     shared = [p for p in inspect.signature(finetune).parameters.values() if hasattr(defaults, p.name)]
     assert len(shared) >= 8
     assert {p.name: p.default for p in shared} == {p.name: getattr(defaults, p.name) for p in shared}
+
+
+# ---- bad input: issue 44's probe of `models finetune|evaluate`, and issue 43's ------------------
+def test_ctrl_c_in_finetune_says_nothing_was_written(tiny_models_dir, data, tmp_path, monkeypatch, capsys):
+    """It said "rerun the same command to resume from the cache": training keeps no cache."""
+    from tiny_graphrag.cli import main
+
+    interrupt_after_one_batch(monkeypatch)
+    out = tmp_path / "m"
+    argv = ["models", "finetune", "gliner", "--base", str(tiny_models_dir / "tiny-gliner"), "--out", str(out)]
+    assert main([*argv, "--data", str(data["train"]), "--max-steps", "5"]) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted: nothing was written to {out}; rerun the same command to start again" in err
+    assert "cache" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("files", [{"config.json": "{}"}, {"config.json": "not json"}, {"gliner_config.json": "{}"}])
+def test_a_folder_that_is_no_model_gets_a_short_error_with_the_fix(data, tmp_path, capsys, no_network, files):
+    """transformers' 4.8 KB list of model types was printed, and no fix."""
+    from tiny_graphrag.cli import main
+
+    folder = tmp_path / "garbage"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    commands = [["finetune", "gliner", "--base", str(folder), "--out", str(tmp_path / "m")], ["evaluate", "gliner"]]
+    if "config.json" in files:  # an encoder folder, as far as its name goes: GLiREL builds on one too
+        commands += [
+            ["finetune", "glirel", "--base", str(folder), "--out", str(tmp_path / "m")],
+            ["evaluate", "glirel"],
+        ]
+    for command in commands:
+        model = ["--model", str(folder)] if command[0] == "evaluate" else []
+        assert main(["models", *command, *model, "--data", str(data["test"])]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: could not load the GL") and err.count("\n") == 1 and len(err) < 700, err
+        assert str(folder) in err and "models list" in err and "make starter" in err and "network" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["garbage"]
+
+
+def test_a_model_of_the_other_kind_is_named_as_such(tiny_models_dir, data, tmp_path, capsys):
+    """`evaluate glirel` on a fine-tuned GLiNER was called a label mismatch."""
+    import shutil
+
+    from tiny_graphrag.cli import main
+
+    gliner = tmp_path / "tuned-gliner"
+    shutil.copytree(tiny_models_dir / "tiny-gliner", gliner)
+    write_trained_labels(gliner, "gliner", ["location", "organization", "person"])
+    for command, model, what in (
+        (["evaluate", "glirel", "--model"], gliner, "a GLiNER model, not a GLiREL one"),
+        (["evaluate", "gliner", "--model"], tiny_models_dir / "tiny-glirel", "a GLiREL model, not a GLiNER one"),
+        (["finetune", "glirel", "--out", str(tmp_path / "m"), "--base"], gliner, "a GLiNER model, not a GLiREL one"),
+    ):
+        assert main(["models", *command, str(model), "--data", str(data["test"])]) == 2
+        err = capsys.readouterr().err
+        other = what.split()[1].lower()
+        assert f"{model} is {what}" in err and f"`tiny-graphrag models finetune|evaluate {other}`" in err, err
+        assert "in common" not in err
+    assert not (tmp_path / "m").exists()
+
+
+def test_cuda_without_cuda_is_said_so_not_a_model_that_fails_to_load(
+    tiny_models_dir, data, tmp_path, capsys, monkeypatch
+):
+    torch = pytest.importorskip("torch")
+    from tiny_graphrag.cli import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    for command in (
+        ["finetune", "gliner", "--base", str(tiny_models_dir / "tiny-gliner"), "--out", str(tmp_path / "m")],
+        ["evaluate", "glirel", "--model", str(tiny_models_dir / "tiny-glirel")],  # was a traceback
+    ):
+        assert main(["models", *command, "--data", str(data["test"]), "--device", "cuda"]) == 2
+        err = capsys.readouterr().err
+        assert "CUDA was requested (device 'cuda') but torch sees no CUDA device" in err, err
+        assert "use --device cpu, or install a CUDA build of torch" in err and "could not load" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        MemoryError(),
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: you tried to "
+            "allocate 9437184 bytes. Error code 12 (Cannot allocate memory)"
+        ),
+    ],
+)
+def test_running_out_of_memory_names_the_batch_size(tiny_models_dir, data, tmp_path, monkeypatch, error):
+    """Issue 43: not enough memory for a long recipe -> an error naming --batch-size (was CUDA's only)."""
+    from tiny_graphrag.errors import ConfigError
+    from tiny_graphrag.finetune.gliner import GlinerTrainable
+
+    def no_memory(self, batch):
+        raise error
+
+    monkeypatch.setattr(GlinerTrainable, "loss", no_memory)
+    with pytest.raises(
+        ConfigError,
+        match=r"training ran out of memory with --batch-size 8: pass a smaller --batch-size \(e\.g\. 4\), or free memory",
+    ):
+        finetune_gliner(
+            tiny_models_dir / "tiny-gliner", read_examples(data["train"]), None, tmp_path / "m", _settings(max_steps=2)
+        )
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RuntimeError, match="shape mismatch"), loop.oom_hint(8):  # other errors pass through
+        raise RuntimeError("shape mismatch")
+
+
+def test_labels_the_base_knows_but_the_data_lacks_are_named(tiny_models_dir, data, tmp_path, caplog):
+    """Issue 43: training data with no example of a type -> the type named, and what the model still does with it."""
+    import shutil
+
+    from tiny_graphrag.finetune.api import finetune
+
+    base = tmp_path / "base"
+    shutil.copytree(tiny_models_dir / "tiny-gliner", base)
+    write_trained_labels(base, "gliner", ["drug", "person"])
+    with caplog.at_level(logging.WARNING):
+        finetune("gliner", base, data["train"], tmp_path / "m", max_steps=1, progress=False)
+    warned = [r.getMessage() for r in caplog.records if "no example of" in r.getMessage()]
+    assert len(warned) == 1 and "no example of ['drug'], which" in warned[0], warned
+    assert "still predicts them from that training" in warned[0]
+    assert trained_labels(tmp_path / "m") == ["drug", "location", "organization", "person"]

@@ -211,7 +211,8 @@ def test_cuda_requested_without_cuda_says_so(monkeypatch, built_with, why):
         choose_device("cuda:0")
     msg = str(err.value)
     assert "CUDA was requested" in msg and f"torch {torch.__version__}, {why}" in msg
-    assert msg.endswith("use --device cpu")
+    # a CPU-only torch: the fix is also a CUDA build of torch
+    assert msg.endswith("use --device cpu" + (", or install a CUDA build of torch" if built_with is None else ""))
     assert choose_device(None) in ("mps", "cpu")
 
 
@@ -229,6 +230,10 @@ def test_a_device_failure_is_not_reported_as_a_corrupt_model(tmp_path):
     assert str(path) in on_gpu and "--device cpu" in on_gpu and "models download" not in on_gpu
     corrupt = str(load_error("GLiNER", path, ValueError("bad header"), device="cuda"))
     assert f"delete {path}" in corrupt and "models download --only gliner_mediumv2.1" in corrupt
+    # transformers' "Unrecognized model" lists every model type it knows (4.8 KB): cut to its first words
+    long = ValueError("Unrecognized model in x. Should have a `model_type` key: " + ", ".join(["albert"] * 800))
+    cut = str(load_error("GLiNER", path, long, device="cpu"))
+    assert len(cut) < len(corrupt) + 200 and "Unrecognized model in x" in cut and "[...]. The model may be" in cut
 
 
 # ---- downloads ----------------------------------------------------------------------------

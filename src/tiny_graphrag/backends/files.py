@@ -188,7 +188,8 @@ _DEVICE_FAILURE = re.compile(r"\b(cuda|cudnn|cublas|mps|device|out of memory)\b"
 def load_error(kind: str, path: Path, exc: BaseException, *, device: str, fix: str | None = None) -> ModelLoadError:
     """A ModelLoadError naming the path, the cause and a fix: the device's when it failed (a GPU
     that fails must not be reported as a corrupt model: re-downloading would not help)."""
-    detail = str(exc).strip().rstrip(".")
+    detail = (str(exc).strip().splitlines() or [""])[0].rstrip(".")  # transformers' lists every model type
+    detail = detail if len(detail) <= 200 else detail[:200].rsplit(" ", 1)[0] + " [...]"
     if device != "cpu" and _DEVICE_FAILURE.search(detail):
         fix = f"Loading it on device '{device}' failed, not its files: use --device cpu, or free memory on that device."
     elif fix is None:
@@ -236,6 +237,7 @@ def choose_device(requested: str | None = None) -> str:
     raise InputError(
         f"{name} was requested (device '{requested}') but torch sees no {name} device "
         f"(torch {torch.__version__}, {why}); use --device cpu"
+        + (", or install a CUDA build of torch" if why == "built without CUDA" else "")
     )
 
 

@@ -8,14 +8,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tiny_graphrag.backends.files import resolve_model
-from tiny_graphrag.errors import ConfigError
+from tiny_graphrag.backends.files import choose_device, resolve_model
+from tiny_graphrag.errors import ConfigError, listing
 from tiny_graphrag.finetune.data import read_examples
-from tiny_graphrag.finetune.loop import TrainSettings
+from tiny_graphrag.finetune.labels import trained_labels, unseen
+from tiny_graphrag.finetune.loop import TrainSettings, check_base
 from tiny_graphrag.finetune.score import Score
 
 log = logging.getLogger(__name__)
 KINDS = ("gliner", "glirel")
+UNTRAINED = (  # labels a base model knows that the training data lacks
+    "the training data has no example of %s, which %s was trained on: the new model still predicts them from that "
+    "training, but any unlabelled mentions of them in this data teach it to miss them. To fix: label those too"
+)
 
 
 def resolve(name: str | os.PathLike[str], kind: str, models_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -32,11 +37,11 @@ def resolve(name: str | os.PathLike[str], kind: str, models_dir: str | os.PathLi
             )
         return folder / kind
     path = Path(name).expanduser()
-    if path.is_dir():
-        return path
-    return resolve_model(
-        str(name), kind="embedder" if str(name).endswith("MiniLM-L6-v2") else kind, models_dir_=models_dir
-    )
+    if not path.is_dir():
+        embedder = str(name).endswith("MiniLM-L6-v2")
+        path = resolve_model(str(name), kind="embedder" if embedder else kind, models_dir_=models_dir)
+    check_base(kind, path)  # before its labels are checked: `evaluate glirel` on a GLiNER is no label mismatch
+    return path
 
 
 def _trainer(kind: str) -> Any:
@@ -78,8 +83,11 @@ def finetune(
         progress=progress,
     )
     trainer = _trainer(kind)
+    choose_device(device)  # CUDA asked for where there is none: said so, not a model that fails to load
     base_dir = resolve(base, kind, models_dir)
     train = read_examples(data)
+    if kept := unseen(trained_labels(base_dir) or [], getattr(trainer, f"evaluate_{kind}").labels(train)):
+        log.warning(UNTRAINED, listing(kept), base_dir)
     dev = read_examples(eval_data) if eval_data else None
     out = Path(out)
     result = getattr(trainer, f"finetune_{kind}")(base_dir, train, dev, out, settings)
@@ -111,5 +119,6 @@ def evaluate(
     if threshold is not None:
         TrainSettings(threshold=threshold)  # the same range as training's: a ConfigError names it
     evaluator = getattr(_trainer(kind), f"evaluate_{kind}")
+    choose_device(device)
     folder = resolve(model, kind, models_dir)
     return evaluator(folder, read_examples(data), threshold=threshold, device=device, zero_shot=zero_shot)

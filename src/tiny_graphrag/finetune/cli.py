@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from tiny_graphrag.config import option_type
 from tiny_graphrag.finetune.api import evaluate, finetune
+from tiny_graphrag.finetune.data import FORMATS_HELP
 from tiny_graphrag.finetune.loop import TrainSettings
-
-FORMATS_HELP = (
-    "JSONL, one example per line: friendly {'text', 'entities': [{'start', 'end', 'label'}], "
-    "'relations': [{'head', 'tail', 'label'}]} (character offsets; head/tail index entities), or GLiNER's / "
-    "GLiREL's own training format ({'tokenized_text', 'ner', 'relations'})"
-)
 
 
 def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
@@ -64,6 +60,15 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # the CLI's own message speaks of an index's cache: training keeps none
+        done = f" to {args.out}" if args.models_command == "finetune" else ""
+        print(f"interrupted: nothing was written{done}; rerun the same command to start again", file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.models_command == "finetune":
         names = ("epochs", "batch_size", "lr", "min_steps", "max_steps", "freeze_layers", "device", "seed")
         options = {name: getattr(args, name) for name in names}

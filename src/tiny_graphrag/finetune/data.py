@@ -29,6 +29,12 @@ from tiny_graphrag.errors import InputError
 from tiny_graphrag.indexing.chunking import WORD_RE
 from tiny_graphrag.indexing.readers.text import decode
 
+FORMATS_HELP = (
+    "JSONL, one example per line: friendly {'text', 'entities': [{'start', 'end', 'label'}], "
+    "'relations': [{'head', 'tail', 'label'}]} (character offsets; head/tail index entities), or GLiNER's / "
+    "GLiREL's own training format ({'tokenized_text', 'ner', 'relations'})"
+)
+
 
 @dataclass(frozen=True)
 class Span:
@@ -96,6 +102,8 @@ def read_examples(path: str | os.PathLike[str]) -> list[Example]:
     """Every example of a JSONL file (the three shapes above); a bad line is an InputError naming
     file:line and the field."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"examples file {path} is a folder; pass a file of examples instead: {FORMATS_HELP}")
     if not path.is_file():
         raise InputError(f"training data {path} does not exist; pass a .jsonl file (one JSON example per line)")
     text = decode(path.read_bytes(), path, binary_fix="and holds no examples: write one JSON object per line")

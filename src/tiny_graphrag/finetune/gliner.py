@@ -11,9 +11,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiny_graphrag.errors import ModelLoadError, require
+from tiny_graphrag.errors import require
 from tiny_graphrag.finetune.data import Example, Span, to_gliner
-from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, sample_labels, train_and_save
+from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, loading, sample_labels, train_and_save
 from tiny_graphrag.finetune.score import Evaluator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,29 +29,22 @@ def load_base(
     (its span and label layers start random, the encoder keeps its pretrained weights)."""
     gliner = require("gliner", "gliner", "GLiNER fine-tuning")
     base = Path(base)
-    try:
+    with loading("gliner", base, device):
         if (base / "gliner_config.json").is_file():
             return gliner.GLiNER.from_pretrained(str(base), local_files_only=True, map_location=device).to(device)
-        if (base / "config.json").is_file():
-            hidden = json.loads((base / "config.json").read_text(encoding="utf-8")).get("hidden_size", 768)
-            config = gliner.GLiNERConfig(
-                model_name=str(base.resolve()),
-                hidden_size=hidden_size or hidden,  # smaller: GLiNER projects the encoder's output down
-                max_width=max_width,
-                dropout=0.1,
-                max_len=384,
-                num_rnn_layers=rnn_layers,
-            )
-            model = gliner.GLiNER._get_gliner_class(config).load_from_config(
-                config, backbone_from_pretrained=True, local_files_only=True, map_location=device
-            )
-            return model.to(device)
-    except Exception as exc:
-        raise ModelLoadError(f"could not load {base} as a GLiNER model or an encoder to train: {exc}") from exc
-    raise ModelLoadError(
-        f"{base} is neither a GLiNER model folder (gliner_config.json) nor a transformers encoder folder "
-        "(config.json); pass one of them as --base"
-    )
+        hidden = json.loads((base / "config.json").read_text(encoding="utf-8")).get("hidden_size", 768)
+        config = gliner.GLiNERConfig(
+            model_name=str(base.resolve()),
+            hidden_size=hidden_size or hidden,  # smaller: GLiNER projects the encoder's output down
+            max_width=max_width,
+            dropout=0.1,
+            max_len=384,
+            num_rnn_layers=rnn_layers,
+        )
+        model = gliner.GLiNER._get_gliner_class(config).load_from_config(
+            config, backbone_from_pretrained=True, local_files_only=True, map_location=device
+        )
+        return model.to(device)
 
 
 def char_to_words(offsets: Sequence[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:

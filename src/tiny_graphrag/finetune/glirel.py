@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiny_graphrag.backends.files import models_dir
-from tiny_graphrag.errors import ModelLoadError, require
+from tiny_graphrag.errors import require
 from tiny_graphrag.extract.gliner import glirel_backbone
 from tiny_graphrag.finetune.data import Example, Relation, to_glirel
-from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, sample_labels, train_and_save
+from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, loading, sample_labels, train_and_save
 from tiny_graphrag.finetune.score import Evaluator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,13 +75,8 @@ def load_base(base: Path, device: str = "cpu", *, overrides: Mapping[str, object
     glirel = require("glirel", "gliner", "GLiREL fine-tuning")
     base = Path(base)
     is_glirel = (base / "glirel_config.json").is_file()
-    if not is_glirel and not (base / "config.json").is_file():
-        raise ModelLoadError(
-            f"{base} is neither a GLiREL model folder (glirel_config.json) nor a transformers encoder folder "
-            "(config.json); pass one of them as --base"
-        )
-    backbone = _backbone_of(base)
-    try:
+    with loading("glirel", base, device):
+        backbone = _backbone_of(base)
         if is_glirel:
             config = argparse.Namespace(**json.loads((base / "glirel_config.json").read_text(encoding="utf-8")))
         else:
@@ -95,9 +90,7 @@ def load_base(base: Path, device: str = "cpu", *, overrides: Mapping[str, object
         if is_glirel:
             state = torch.load(base / "pytorch_model.bin", map_location="cpu", weights_only=True)
             model.load_state_dict(state, strict=False)
-    except Exception as exc:
-        raise ModelLoadError(f"could not load {base} as a GLiREL model or an encoder to train: {exc}") from exc
-    return model.to(device)
+        return model.to(device)
 
 
 def pairable(ex: Example, max_words: int) -> Example | None:

@@ -55,8 +55,8 @@ def warn_zero_shot(folder: Path, labels: Iterable[str], what: str) -> list[str]:
     missing = unseen(labels, trained)
     if missing:
         log.warning(
-            "%s model %s was never trained on %s: it is zero-shot for %s (expect weak results; fine-tune it "
-            "with `tiny-graphrag models finetune` on a few hundred labelled examples)",
+            "%s model %s was never trained on %s (its training data had no example): it still predicts %s "
+            "zero-shot, with weak results. To fix: fine-tune it on labelled examples (`tiny-graphrag models finetune`)",
             what,
             folder,
             ", ".join(repr(m) for m in missing),

@@ -21,8 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tiny_graphrag.backends.files import load_error
 from tiny_graphrag.config import Checked, allowed
-from tiny_graphrag.errors import ConfigError
+from tiny_graphrag.errors import ConfigError, ModelLoadError
 from tiny_graphrag.finetune.data import Example
 from tiny_graphrag.finetune.labels import trained_labels, write_trained_labels
 from tiny_graphrag.finetune.output import written_aside
@@ -33,6 +34,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiny_graphrag.finetune.score import Evaluator
 
 log = logging.getLogger(__name__)
+NAMES = {"gliner": "GLiNER", "glirel": "GLiREL"}
+# What a --base or --model folder holds, and what to pass instead
+BASE_FIX = (
+    "It should hold a {name} model ({kind}_config.json and its weights) or a transformers encoder to build one on "
+    "(config.json naming its model_type, weights and tokenizer). To fix: pass such a folder, a name from "
+    "`tiny-graphrag models list`, or 'starter' (built by `make starter`)"
+)
 
 
 @dataclass
@@ -213,15 +221,44 @@ def freeze_lower_layers(encoder: torch.nn.Module, freeze: int | None) -> int:
 
 @contextmanager
 def oom_hint(batch_size: int) -> Iterator[None]:
-    """CUDA out of memory -> a ConfigError that suggests a smaller batch size."""
-    import torch
-
+    """Out of memory (the GPU's, or the machine's: MemoryError or torch's allocator) -> a ConfigError naming the fix."""
     try:
         yield
-    except torch.cuda.OutOfMemoryError as exc:
+    except (MemoryError, RuntimeError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
+        if not isinstance(exc, MemoryError) and not re.search(r"out of memory|can't allocate", str(exc)):
+            raise
+        gpu = re.search(r"\b(cuda|mps)\b", str(exc), re.IGNORECASE)
         raise ConfigError(
-            f"the GPU ran out of memory with --batch-size {batch_size}: pass a smaller --batch-size "
-            f"(e.g. {max(1, batch_size // 2)}), or --device cpu"
+            f"{'the GPU' if gpu else 'training'} ran out of memory with --batch-size {batch_size}: pass a smaller "
+            f"--batch-size (e.g. {max(1, batch_size // 2)}), {'or --device cpu' if gpu else 'or free memory'}"
+        ) from exc
+
+
+def check_base(kind: str, base: Path) -> None:
+    """Refuse a folder that is neither a `kind` model nor an encoder, naming the other kind's model as such."""
+    other, own = ("glirel" if kind == "gliner" else "gliner"), (base / f"{kind}_config.json").is_file()
+    if not own and (base / f"{other}_config.json").is_file():
+        raise ModelLoadError(
+            f"{base} is a {NAMES[other]} model, not a {NAMES[kind]} one. To fix: use `tiny-graphrag models "
+            f"finetune|evaluate {other}` for it, or pass a {NAMES[kind]} model folder"
+        )
+    if not own and not (base / "config.json").is_file():
+        fix = BASE_FIX.format(name=NAMES[kind], kind=kind)
+        raise ModelLoadError(f"{base} is not a {NAMES[kind]} model: it has no {kind}_config.json. {fix}")
+
+
+@contextmanager
+def loading(kind: str, base: Path, device: str) -> Iterator[None]:
+    """Around loading a `kind` model, or a new one on an encoder, from `base`: a folder that is neither
+    is refused first; a failure gets its cause's first line and the fix."""
+    check_base(kind, base)
+    try:
+        yield
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        raise load_error(
+            NAMES[kind], base, exc, device=device, fix=BASE_FIX.format(name=NAMES[kind], kind=kind) + "."
         ) from exc
 
 
