@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import subprocess
 import sys
 
@@ -114,6 +115,43 @@ def test_query_options_exist_for_what_messages_ask(index, capsys):
     assert args.n_ctx == 2048
     assert main(["query", "local", "Barack Obama", "--index", str(index), "--only-context"]) == 0
     assert "Obama" in capsys.readouterr().out
+
+
+def test_a_question_starting_with_a_dash_is_told_to_put_two_dashes_before_it(index, capsys):
+    with pytest.raises(SystemExit):
+        main(["query", "naive", "-Obama", "--index", str(index), "--only-context"])
+    assert "needs `--` before it" in capsys.readouterr().err
+    assert main(["query", "naive", "--index", str(index), "--only-context", "--", "-Obama"]) == 0
+
+
+@pytest.mark.parametrize(
+    "question, said",
+    [("Who is \udcff?", "the byte 0xff"), ("Who is \ud800?", "half a surrogate pair (0xd800)")],
+    ids=["argv-byte-0xff", "lone-surrogate"],
+)
+def test_a_question_that_is_not_text_is_named(index, capsys, question, said):
+    # A byte the locale cannot decode reaches sys.argv as a lone surrogate (surrogateescape).
+    assert main(["query", "naive", question, "--index", str(index), "--only-context"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"the query is not UTF-8 text: character 7 is {said}. To fix: ask in UTF-8" in err
+
+
+def test_map_calls_with_level_selection_is_refused_not_ignored(index, capsys):
+    q = ["query", "global", "themes?", "--index", str(index), "--only-context", "--selection", "level"]
+    assert main([*q, "--map-calls", "2"]) == 2
+    assert "--map-calls limits dynamic selection" in capsys.readouterr().err
+
+
+def test_an_interrupted_query_says_it_changed_nothing(index, capsys, monkeypatch):
+    from tiny_graphrag.search.engine import QueryEngine
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(QueryEngine, "naive_search", interrupted)
+    assert main(["query", "naive", "Obama?", "--index", str(index), "--only-context"]) == 130
+    err = capsys.readouterr().err
+    assert "a query only reads the index, so nothing changed" in err and "published" not in err
 
 
 @pytest.mark.parametrize("name", [DATABASE, "graph.pkl", "vectors/chunks.npy", "vectors/entities.ids.json"])
@@ -378,3 +416,29 @@ def test_a_number_option_of_a_setting_keeps_to_the_settings_own_range():
             assert cli_ok == class_ok == ok, (action.dest, value)
         checked.append(name)
     assert len(checked) >= 8, checked
+
+
+def test_every_number_in_the_search_settings_has_a_range():
+    import dataclasses
+    import typing
+
+    from tiny_graphrag.errors import ConfigError
+    from tiny_graphrag.search import config as search_config
+    from tiny_graphrag.search.config import LocalConfig, NaiveConfig
+
+    for bad in (lambda: LocalConfig(max_entities=-1), lambda: LocalConfig(min_similarity=2.0)):
+        with pytest.raises(
+            ConfigError, match=r"LocalConfig\.(max_entities must be >= 1|min_similarity must be in \[-1, 1\])"
+        ):
+            bad()
+    with pytest.raises(ConfigError, match=r"NaiveConfig\.top_chunks must be >= 1, got -5"):
+        NaiveConfig(top_chunks=-5)
+    unchecked = [
+        f"{cls.__name__}.{f.name}"
+        for cls in _config_classes()
+        if cls.__module__ == search_config.__name__
+        for f in dataclasses.fields(cls)
+        if {"int", "float"} & set(re.findall(r"\w+", str(typing.get_type_hints(cls)[f.name])))
+        and "rule" not in f.metadata
+    ]
+    assert unchecked == ["GlobalConfig.shuffle_seed"]  # a seed: any integer will do

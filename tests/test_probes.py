@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -469,3 +470,108 @@ def test_a_cache_written_before_the_marker_is_still_ours(tmp_path):
     cache = CallCache(path)
     assert cache.get("k") == ["v"]
     cache.close()
+
+
+# ---- issue 44: --where, what the terminal is shown, the index's files ---------------------------
+ESCAPES = "Ada Lovelace wrote \x1b[2J\x1b[31mthe first program\x1b[0m for Charles Babbage."
+
+
+@pytest.fixture(scope="module")
+def rows_index(tmp_path_factory):
+    """Table rows with metadata (a year each, and a column whose name holds "="), one with terminal escapes."""
+    import csv
+
+    work = tmp_path_factory.mktemp("rows")
+    with open(work / "rows.csv", "w", newline="", encoding="utf-8") as fh:
+        rows = [["text", "year", "a=b"], ["Marie Curie was born in Warsaw.", "2021", "x"], [ESCAPES, "2022", "y"]]
+        csv.writer(fh).writerows(rows)
+    assert main(["build", str(work / "rows.csv"), "--out", str(work / "idx"), *BUILD]) == 0
+    return work / "idx"
+
+
+def rows_read(capsys, idx: Path, *where: str) -> list[str]:
+    """The rows (their row numbers) that `query naive --only-context --json --where ...` reads."""
+    args = [a for w in where for a in ("--where", w)]
+    assert (
+        main(["query", "naive", "Marie Curie, Ada Lovelace?", "--index", str(idx), "--only-context", "--json", *args])
+        == 0
+    )
+    return [c["location"].split(",")[1].strip() for c in json.loads(capsys.readouterr().out)["sources"]["chunks"]]
+
+
+def test_where_given_twice_for_one_key_is_refused_not_the_last_kept(capsys, rows_index, embedder):
+    assert rows_read(capsys, rows_index, "year=2022") == ["row 2"]
+    q = ["query", "naive", "Who?", "--index", str(rows_index), "--only-context", "--where", "year=2022"]
+    assert main([*q, "--where", "year=2021"]) == 2  # all must hold: no document has both (the last one won)
+    line = error_line(capsys)
+    assert "year=2022 and year=2021 cannot both hold" in line and "give one value for 'year'" in line
+    from tiny_graphrag.search.engine import QueryEngine
+
+    with QueryEngine(rows_index, embedder=embedder) as qe:
+        with pytest.raises(InputError, match="cannot both hold"):
+            qe.naive_search("Who?", only_context=True, where=[("year", "2022"), ("year", "2021")])
+    assert rows_read(capsys, rows_index, "year=2022", "year=2022") == ["row 2"]  # the same value twice holds
+
+
+def test_where_as_pairs_a_string_and_a_key_holding_equals(capsys, rows_index, embedder):
+    from tiny_graphrag.search.engine import QueryEngine
+
+    with QueryEngine(rows_index, embedder=embedder) as qe:
+        pairs = qe.naive_search(
+            "Marie Curie?", only_context=True, where=[("year", "2021")]
+        )  # was "no metadata key 'y'"
+        assert [c.text for c in pairs.sources.chunks] == ["Marie Curie was born in Warsaw."]
+        with pytest.raises(InputError, match=r"where= takes a dict .* where=\{'year': '2022'\}.*got 'year=2022'"):
+            qe.naive_search("Who?", only_context=True, where="year=2022")
+        keyed = qe.naive_search("Marie Curie?", only_context=True, where={"a=b": "x"})
+        assert len(keyed.sources.chunks) == 1
+    assert rows_read(capsys, rows_index, r"a\=b=y") == ["row 2"]  # the key is "a=b", as info lists it
+    assert rows_read(capsys, rows_index, "year=a=b") == []  # the first plain = ends the key: a value may hold =
+    assert main(["query", "naive", "Who?", "--index", str(rows_index), "--where", "a=y"]) == 2
+    line = error_line(capsys)
+    assert "keys are ['a=b', 'year']" in line and r"write a key's = as \=" in line
+
+
+def test_document_text_reaches_the_terminal_with_its_control_characters_escaped(capsys, rows_index, embedder):
+    assert main(["query", "naive", "Ada Lovelace", "--index", str(rows_index), "--only-context"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and r"wrote \x1b[2J\x1b[31mthe first program\x1b[0m for" in out
+    from _fakes import FakeLLM
+
+    from tiny_graphrag.cli.commands import _print_citations, shown
+    from tiny_graphrag.search.engine import QueryEngine
+
+    def cite_first(messages, schema, max_tokens):  # cites the first row of the Sources table
+        sid = re.search(r"^(\d+)\|", messages[-1]["content"], re.M)[1]
+        return f"Ada [Data: Sources ({sid})]."
+
+    with QueryEngine(rows_index, llm=FakeLLM(cite_first), embedder=embedder) as qe:
+        _print_citations(qe.naive_search("Ada Lovelace"))
+    cited = capsys.readouterr().out
+    assert "\x1b" not in cited and r"\x1b[31mthe first" in cited
+    assert shown("a\rb\u202ec\td\n") == "a\\rb\\u202ec\td\n"  # a carriage return, a bidi override; tab, newline kept
+
+
+def test_every_index_file_has_the_same_mode(index):  # noqa: F811
+    """graph.pkl was written 0600 (mkstemp), the rest by the umask: another user could not query the index."""
+    modes = {p.name: p.stat().st_mode & 0o777 for p in index.iterdir() if p.is_file()}
+    assert len(set(modes.values())) == 1 and modes["graph.pkl"] == 0o666 & ~current_umask(), modes
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_an_index_file_this_user_cannot_read_is_named(capsys, index, monkeypatch):  # noqa: F811
+    from tiny_graphrag.index import manifest
+
+    def denied(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(manifest, "sha256_file", denied)  # as root, a chmod does not stop reads
+    assert main(["query", "naive", "Who?", "--index", str(index), "--only-context"]) == 2
+    line = error_line(capsys)
+    assert f"cannot read the index {index}" in line and "is not readable by this user" in line
+    assert f"chmod -R a+rX {index}" in line

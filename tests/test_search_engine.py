@@ -13,7 +13,7 @@ from test_search_fixtures import build_test_index, points_json
 
 from tiny_graphrag.citations import parse_citations, unresolved
 from tiny_graphrag.config import LLMConfig
-from tiny_graphrag.errors import IndexFormatError, InputError, ModelNotFoundError, TinyGraphRAGError
+from tiny_graphrag.errors import ConfigError, IndexFormatError, InputError, ModelNotFoundError, TinyGraphRAGError
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.search.config import GlobalConfig, LocalConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine
@@ -406,6 +406,23 @@ def test_a_budget_the_window_cannot_hold_is_cut_with_a_note(index, embedder, mod
 def test_level_that_does_not_exist(engine):
     with pytest.raises(InputError, match=r"level 7 does not exist.*\[0, 1\]"):
         engine.global_search("themes?", level=7)
+
+
+def test_level_and_config_of_the_wrong_type_name_the_type(engine, index, embedder):
+    with pytest.raises(InputError, match=r"level must be an int .*got '1'"):  # was: level '1' does not exist, [0, 1]
+        engine.global_search("themes?", level="1")
+    with pytest.raises(ConfigError, match=r"config must be a SearchConfig .*got the str 'fast'"):  # was AttributeError
+        QueryEngine(index, llm=FakeLLM(), embedder=embedder, config="fast")
+
+
+def test_evaluate_checks_that_global_search_can_run_before_writing_questions(tmp_path, embedder):
+    from tiny_graphrag.evaluation.head_to_head import evaluate
+
+    path = build_test_index(tmp_path / "noreports", embedder, with_reports=False)
+    judge = FakeLLM(lambda *a: pytest.fail("a question was asked for"))
+    with QueryEngine(path, llm=FakeLLM(), embedder=embedder) as qe:
+        with pytest.raises(InputError, match="no community reports, which global search needs"):
+            evaluate(qe, judge, questions=2, a="global", b="naive")
 
 
 def test_missing_incomplete_and_incompatible_indexes(tmp_path, index, embedder):

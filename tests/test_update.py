@@ -244,8 +244,8 @@ def test_bad_updates_are_refused_and_change_nothing(base_plain, docs, tmp_path, 
     out = _copy(base_plain, tmp_path)
     manifest = (out / MANIFEST).read_bytes()
     index = load_index(out)
-    with pytest.raises(InputError, match="'nope.txt' is not a document of the index"):
-        index.remove(["nope.txt"])
+    with pytest.raises(InputError, match=rf"'nope.txt' is not a document of the index .*info {out} --json` lists"):
+        index.remove(["nope.txt"])  # `info` without --json lists no documents
     with caplog.at_level("INFO", logger="tiny_graphrag.indexing.update"):
         noop = index.add([docs / "a.txt"])
     assert "already indexed" in caplog.text and noop.summary.changes["documents"] == {"added": 0, "removed": 0}
@@ -284,6 +284,37 @@ def test_an_older_format_is_refused_with_the_fix(base_plain, docs, tmp_path):
     (out / MANIFEST).write_text(json.dumps(data))
     with pytest.raises(IndexFormatError, match="format version 1.*can still be queried.*--force"):
         load_index(out).add(docs / "c.txt")
+
+
+def test_a_newer_format_names_the_rebuild_that_replaces_it(base_plain, docs, tmp_path, capsys):
+    import json
+
+    out = _copy(base_plain, tmp_path)
+    (out / MANIFEST).write_text(json.dumps({**json.loads((out / MANIFEST).read_text()), "format_version": 99}))
+    assert main(["query", "naive", "Obama?", "--index", str(out), "--only-context"]) == 2
+    assert f"rebuild it with `tiny-graphrag build FILE... --out {out} --force`" in capsys.readouterr().err
+    build = ["build", str(docs / "c.txt"), "--out", str(out), "--extractor", "spacy", "--no-reports"]
+    assert main(build) == 2  # without --force the build reads the index to update it: the same error
+    assert main([*build, "--force"]) == 0  # as the message says
+    assert load_index(out).manifest["format_version"] == 2
+
+
+def test_an_index_this_user_cannot_write_is_not_told_to_use_add_s_missing_out(base_plain, docs, tmp_path, capsys):
+    import os
+
+    out, real_open = _copy(base_plain, tmp_path), os.open
+
+    def no_lock(path, *args, **kwargs):  # as root, a chmod does not stop writes: refuse the lock file beside it
+        if str(path).endswith(".idx.lock"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(os, "open", no_lock)
+        assert main(["add", str(docs / "c.txt"), "--index", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write the index {out} or beside it" in err and "Traceback" not in err
+    assert "to add to or remove from this index, copy it to such a folder and update the copy" in err
 
 
 def test_build_over_an_index_syncs_changed_files_and_sync_removes_missing(base_plain, docs, tmp_path):

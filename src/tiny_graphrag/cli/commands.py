@@ -6,6 +6,7 @@ import errno
 import json
 import logging
 import os
+import re
 import sys
 from contextlib import closing, suppress
 from dataclasses import replace
@@ -18,6 +19,7 @@ from tiny_graphrag.outputs.info import index_info
 from tiny_graphrag.search.config import GlobalConfig
 
 log = logging.getLogger("tiny_graphrag")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # what `shown` escapes
 
 
 # ---- export and view -----------------------------------------------------------------------
@@ -160,6 +162,8 @@ def _query(args) -> None:
         raise InputError("--strategy is only for tree search")
     if args.where and args.mode not in ("local", "naive"):
         raise InputError("--where filters the text that local and naive search read; use one of those modes")
+    if args.map_calls is not None and args.selection == "level":
+        raise InputError("--map-calls limits dynamic selection, and --selection level maps every report: drop one")
     config = SearchConfig(context_tokens=args.context_tokens)
     # The answer's own tokens plus the prompt's instructions must fit: below that, any query, even a
     # short one, would be refused as "too long" by the engine.
@@ -176,7 +180,7 @@ def _query(args) -> None:
     kwargs = {
         "global": {"level": args.level, "config": global_config(config.global_, args)},
         "tree": {"strategy": args.strategy},
-    }.get(args.mode, {"where": dict(args.where)} if args.where else {})
+    }.get(args.mode, {"where": args.where} if args.where else {})  # pairs: a key given twice is refused
     stream = args.stream and not args.json and not args.only_context
     result = getattr(qe, f"{args.mode}_search")(args.question, only_context=args.only_context, stream=stream, **kwargs)
     if (args.show_context or args.only_context) and not args.json:  # --json holds the context
@@ -184,10 +188,10 @@ def _query(args) -> None:
             print("----- selection -----")
             for c in result.details["considered"]:
                 print(
-                    f"{c['why']:>36}  [Reports {c['report']}] {c['title']} (level {c['level']}, cosine {c['similarity']:.2f})"
+                    f"{c['why']:>36}  [Reports {c['report']}] {shown(c['title'])} (level {c['level']}, cosine {c['similarity']:.2f})"
                 )
         print("----- context -----")
-        print(result.context)
+        print(shown(result.context))
         if args.only_context:
             _print_notes(result)  # e.g. a budget the window could not hold
             return
@@ -196,11 +200,11 @@ def _query(args) -> None:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     elif stream:
         for piece in result:  # the answer as the model writes it
-            print(piece, end="", flush=True)
+            print(shown(piece), end="", flush=True)
         print()
         result = result.result
     else:
-        print(result.answer)  # citations checked: ids that are not in the context were removed
+        print(shown(result.answer))  # citations checked: ids that are not in the context were removed
     if not args.json:
         _print_citations(result)
     _print_notes(result)
@@ -213,7 +217,7 @@ def _query(args) -> None:
 
 def _print_notes(result) -> None:
     for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {shown(note)}", file=sys.stderr)
 
 
 def _print_citations(result) -> None:
@@ -234,7 +238,13 @@ def _print_citations(result) -> None:
         if i in label.get(kind, {})
     ]
     if lines:
-        print("cited:", *lines, sep="\n")
+        print("cited:", *map(shown, lines), sep="\n")
+
+
+def shown(text: str) -> str:
+    """Text from documents (or a model that read them) for the terminal: its control characters (an
+    ANSI escape, a carriage return) and bidirectional overrides are printed as escapes, never acted on."""
+    return _CONTROL.sub(lambda m: ascii(m[0])[1:-1], text)
 
 
 def _snippet(text: str, n: int = 100) -> str:
@@ -341,7 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     except KeyboardInterrupt:
-        print("interrupted: nothing was published; rerun the same command to resume from the cache", file=sys.stderr)
+        resume = "nothing was published; rerun the same command to resume from the cache"
+        said = {"query": "the question was not answered; a query only reads the index, so nothing changed"}
+        print(f"interrupted: {said.get(args.command, resume)}", file=sys.stderr)
         return 130
 
 

@@ -6,7 +6,7 @@ import argparse
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tiny_graphrag.config import LLMConfig, number_option, option_type
 from tiny_graphrag.search.config import GlobalConfig, SearchConfig
@@ -18,10 +18,10 @@ def _whole(low: int) -> Callable[[str], Any]:
 
 
 def _key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. year=2021), got {text!r}")
-    return key.strip(), value.strip()
+    parts = re.split(r"(?<!\\)=", text, maxsplit=1)  # KEY ends at the first = not written \= (a key may hold =)
+    if len(parts) < 2 or not parts[0].strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. year=2021; an = in KEY written \\=), got {text!r}")
+    return parts[0].strip().replace("\\=", "="), parts[1].strip()
 
 
 def _device(text: str) -> str:
@@ -56,6 +56,14 @@ def _config_option(parser: argparse.ArgumentParser) -> Callable[..., None]:
     return add
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required") and "question" in message:
+            # argparse reads a one-word question that starts with "-" as an unknown option
+            message += " (a question that starts with '-' needs `--` before it: query MODE --index DIR -- '-QUESTION')"
+        super().error(message)
+
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows defaults, but not the "None" of options whose default is decided later."""
 
@@ -73,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log progress details")
     kw: dict[str, Any] = {"parents": [common], "formatter_class": _Formatter}  # for every (sub)parser
-    p = argparse.ArgumentParser(prog="tiny-graphrag", description="A small, fully local GraphRAG.", **kw)
+    p = _Parser(prog="tiny-graphrag", description="A small, fully local GraphRAG.", **kw)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     b = sub.add_parser("build", help="build an index from document files or directories", **kw)
@@ -175,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("add", help="add or re-index documents in an index, with the index's settings", **kw)
     a.add_argument("inputs", nargs="+", type=Path, help="document files or directories of them (as for build)")
     r = sub.add_parser("remove", help="remove documents from an index", **kw)
-    r.add_argument("documents", nargs="+", help="document ids or the paths they were indexed from (see info)")
+    r.add_argument("documents", nargs="+", help="document ids or the paths they were indexed from (see info --json)")
     for update in (a, r):
         update.add_argument("--index", required=True, type=Path, help="an index folder written by build")
         update.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -224,7 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         type=_key_value,
         metavar="KEY=VALUE",
-        help="local/naive: read only documents with this metadata (repeatable: all must hold), e.g. year=2021",
+        help="local/naive: read only documents with this metadata (repeatable: all must hold), e.g. year=2021; "
+        "an = inside KEY is written \\=",
     )
     q.add_argument(
         "--stream",

@@ -224,6 +224,8 @@ def evaluate(
         raise InputError(f"both modes are {a!r}: compare two different modes (e.g. a='global', b='naive')")
     for mode in (a, b):
         check_mode(mode)
+    if "global" in (a, b):  # an index global search cannot read fails now, not after the questions are written
+        engine.index.map_source(engine.config.global_.source)
     t0 = time.perf_counter()
     if isinstance(questions, int):
         if source == "personas":

@@ -27,7 +27,6 @@ import logging
 import os
 import pickle
 import re
-import tempfile
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -299,15 +298,16 @@ def save_graph(graph: nx.MultiDiGraph, path: str | os.PathLike[str]) -> None:
         raise TypeError(f"save_graph expects a networkx.MultiDiGraph, got {type(graph).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # Opened as the index's other files are, so the umask sets its mode: mkstemp's 0600 kept other users out.
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(tmp, "wb") as fh:
             _GraphPickler(fh, protocol=5).dump(graph)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -24,6 +24,16 @@ _FIELDS["documents"] = list
 
 def read_manifest(path: Path) -> dict[str, Any]:
     """The manifest of the complete index at `path`, or IndexFormatError saying what is wrong and the fix."""
+    try:
+        return _checked_manifest(path)
+    except PermissionError as exc:  # e.g. an index another user wrote with a strict umask
+        raise IndexFormatError(
+            f"cannot read the index {path}: {exc.filename} is not readable by this user ({exc.strerror}). To fix: "
+            f"ask its owner to make it readable (chmod -R a+rX {path}), or build an index of your own"
+        ) from exc
+
+
+def _checked_manifest(path: Path) -> dict[str, Any]:
     if not path.is_dir():
         raise IndexFormatError(
             f"no index at {path}"
@@ -50,8 +60,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
     if version not in READABLE_VERSIONS:
         raise IndexFormatError(
             f"index {path} has format version {version}, this tiny-graphrag reads version "
-            f"{FORMAT_VERSION}: rebuild it with `tiny-graphrag build` (or use the library version "
-            f"{manifest.get('library_version', '?')} that built it)"
+            f"{FORMAT_VERSION}: rebuild it with `tiny-graphrag build FILE... --out {path} --force` (or use the "
+            f"library version {manifest.get('library_version', '?')} that built it)"
         )
     for key, kind in _FIELDS.items():
         value = manifest.get(key)

@@ -119,9 +119,11 @@ def staging_dir(out_dir: Path) -> Path:
 
 
 def _unwritable(out_dir: Path, exc: OSError) -> OutputError:
+    """Said by build, add and remove alike (only build has --out)."""
     return OutputError(
-        f"cannot write beside --out {out_dir} ({exc.strerror}: {exc.filename}): choose a folder "
-        "you can write to, e.g. --out ~/graphs/NAME"
+        f"cannot write the index {out_dir} or beside it ({exc.strerror}: {exc.filename}). To fix: build into a "
+        f"folder you can write to (--out ~/graphs/NAME); to add to or remove from this index, copy it to such a "
+        "folder and update the copy"
     )
 
 
@@ -206,10 +208,7 @@ def disk_full_error(exc: OSError, where: Path) -> TinyGraphRAGError | None:
             "build (nothing was published; finished model calls are cached and will not be redone)"
         )
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return OutputError(
-            f"cannot write the index under {where} ({exc.strerror}: {exc.filename}): choose a folder you can "
-            "write to with --out"
-        )
+        return _unwritable(where, exc)
     return None
 
 

@@ -83,7 +83,7 @@ class Index(IndexStore):
             if not match:
                 raise InputError(
                     f"{name!r} is not a document of the index {self.path}: give a document id or the path it "
-                    "was indexed from (`tiny-graphrag info` lists them)"
+                    f"was indexed from (`tiny-graphrag info {self.path} --json` lists them)"
                 )
             gone.update(match)
         keep = [d for d in docs if d.id not in gone]

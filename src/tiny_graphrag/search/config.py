@@ -42,14 +42,14 @@ class LocalConfig(Checked):
     # community_share=0.15 and entity_table=True give GraphRAG's context.
     text_share: float = allowed(0.5, "[0, 1]")
     community_share: float = allowed(0.0, "[0, 1]")
-    top_entities: int = 5  # linked entities kept as seeds
-    max_entities: int = 40  # seeds + neighbours offered to the entity table
+    top_entities: int = allowed(5, ">= 1")  # linked entities kept as seeds
+    max_entities: int = allowed(40, ">= 1")  # seeds + neighbours offered to the entity table
     # Query-to-entity cosine needed for an embedding link (MiniLM). Whole questions against entity
     # names score low; below this the links on hotpotqa100 were mostly wrong entities.
-    min_similarity: float = 0.6
+    min_similarity: float = allowed(0.6, "[-1, 1]")  # a cosine
     # No keyword hit and no chunk above this cosine: no text is shown (NaiveConfig.min_similarity's
     # value and reason; kept apart so each mode's thresholds live in its own settings).
-    text_min_similarity: float = 0.15
+    text_min_similarity: float = allowed(0.15, "[-1, 1]")
     # Personalized PageRank over entities and chunks (HippoRAG 2), seeded by the linked entities
     # (mass 1 in all; weight: query-entity cosine / sqrt(chunks mentioning the entity)) and the
     # `seed_chunks` best hybrid chunks (weight 1/rank, mass `passage_weight` in all). Chunks are
@@ -106,11 +106,11 @@ class GlobalConfig(Checked):
     level: int | None = allowed(
         None, ">= 0 or None"
     )  # None: dynamic, every level; "level", the deepest within max_map_chunks
-    map_chunk_tokens: int = 1500  # report text per map call (GraphRAG: 8k with 16k+ windows; ours are 4k)
-    max_map_chunks: int = 8  # level choice: the deepest level needing at most this many map calls
-    map_max_tokens: int = 200  # output tokens per map call: ids and scores of at most max_points findings
-    reduce_max_tokens: int = 500
-    max_points: int = 5  # key points per map answer (schema maxItems)
+    map_chunk_tokens: int = allowed(1500, ">= 1")  # report text per map call (GraphRAG: 8k; our windows are 4k)
+    max_map_chunks: int = allowed(8, ">= 1")  # level choice: the deepest level within this many map calls
+    map_max_tokens: int = allowed(200, ">= 1")  # output per map call: ids, scores of <= max_points findings
+    reduce_max_tokens: int = allowed(500, ">= 1")
+    max_points: int = allowed(5, ">= 1")  # key points per map answer (schema maxItems)
     shuffle_seed: int = 0  # GraphRAG shuffles reports before packing so no chunk is all one topic
     # What is mapped: "reports" (community reports), "tree" (the RAPTOR tree's summaries, the top
     # layer as level 0), or "auto": the reports, else the tree's summaries when the index has none.
@@ -134,10 +134,10 @@ class GlobalConfig(Checked):
 
 @dataclass(frozen=True)
 class NaiveConfig(Checked):
-    top_chunks: int = 20  # candidates packed until the budget is full
+    top_chunks: int = allowed(20, ">= 1")  # candidates packed until the budget is full
     # No keyword hit and no chunk above this cosine: nothing in the index is relevant, so the
     # answer says so without a model call (unrelated texts score about 0-0.15 with MiniLM).
-    min_similarity: float = 0.15
+    min_similarity: float = allowed(0.15, "[-1, 1]")  # a cosine
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ class TreeSearchConfig(Checked):
     # RAPTOR's best collapsed setting was ~2,000 tokens of context; a smaller n_ctx caps it.
     context_tokens: int = allowed(2000, ">= 1")
     # The best node under this cosine: nothing is relevant, no answer call (NaiveConfig.min_similarity's value).
-    min_similarity: float = 0.15
+    min_similarity: float = allowed(0.15, "[-1, 1]")  # a cosine
 
 
 @dataclass(frozen=True)

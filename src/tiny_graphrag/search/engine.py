@@ -24,7 +24,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from tiny_graphrag.backends.embed import Embedder, TextEmbedder
 from tiny_graphrag.backends.files import choose_device
 from tiny_graphrag.backends.llm import LLM, CachedLLM, open_llm
 from tiny_graphrag.config import LLMConfig, from_dict
-from tiny_graphrag.errors import InputError, ModelNotFoundError, listing
+from tiny_graphrag.errors import ConfigError, InputError, ModelNotFoundError, listing
 from tiny_graphrag.index.cache import CallCache
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.search.answer import SearchRun
@@ -55,7 +55,39 @@ def check_query(query: object) -> str:
         raise InputError(f"the query must be a string, got {type(query).__name__}")
     if not query.strip():
         raise InputError("the query is empty: ask a question")
+    try:  # a byte the terminal's encoding could not decode arrives as a lone surrogate (argv's surrogateescape)
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(query[exc.start])
+        what = f"the byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"half a surrogate pair ({code:#x})"
+        raise InputError(
+            f"the query is not UTF-8 text: character {exc.start} is {what}. To fix: ask in UTF-8 (e.g. a terminal "
+            "or question file set to UTF-8)"
+        ) from None
     return query.strip()
+
+
+Where = Mapping[str, str] | Sequence[tuple[str, str]]  # metadata key=value conditions, all of which must hold
+
+
+def where_filter(where: object) -> dict[str, str]:
+    """`where=` as {key: value}: from a mapping or (key, value) pairs, as the command line's repeated
+    --where gives them. Every condition must hold, so one key with two values is refused (it was
+    the last value that silently counted)."""
+    pairs = list(where.items()) if isinstance(where, Mapping) else where
+    if not isinstance(pairs, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs):
+        raise InputError(
+            f"where= takes a dict of metadata key and value, e.g. where={{'year': '2022'}}, or (key, value) "
+            f"pairs; got {where!r:.80}"
+        )
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if out.setdefault(str(key), str(value)) != str(value):
+            raise InputError(
+                f"the conditions {key}={out[str(key)]} and {key}={value} cannot both hold (every --where/where= "
+                f"condition must, and a document has one value per key): give one value for {key!r}"
+            )
+    return out
 
 
 class QueryEngine:
@@ -75,6 +107,11 @@ class QueryEngine:
         """`llm`: None (the index's LLM settings, loaded on first answer), an LLMConfig, or a
         ready LLM. `embedder`: None (the index's), a model name, or an embedder. `cache`: a
         CallCache for answers (default: in memory)."""
+        if config is not None and not isinstance(config, SearchConfig):
+            raise ConfigError(
+                f"config must be a SearchConfig (from tiny_graphrag.search.config, e.g. SearchConfig(naive="
+                f"NaiveConfig(top_chunks=10))), got the {type(config).__name__} {config!r:.60}"
+            )
         t0 = time.perf_counter()
         self.path = Path(index_dir)
         self.store = IndexStore.open(self.path)
@@ -164,21 +201,21 @@ class QueryEngine:
         self.close()
 
     # ---- what the search modes share ------------------------------------------------------------
-    def begin(self, mode: str, query: str, *, only_context: bool, where: Mapping[str, str] | None = None) -> SearchRun:
+    def begin(self, mode: str, query: str, *, only_context: bool, where: Where | None = None) -> SearchRun:
         """A run of one search: budgets counted with the LLM's tokenizer, except for
         `only_context`, which never loads the model (it uses the loaded one, or the estimate).
         `where` (metadata key=value) limits the text it may read to the documents that have them.
         A bad query or an unknown `where` key fails here, before any model loads."""
-        query = check_query(query)
+        query, where = check_query(query), where_filter(where or {})
         keys = self.store.metadata_keys() if where else []
-        unknown = [k for k in (where or {}) if k not in keys]
+        unknown = [k for k in where if k not in keys]
         if unknown:
             has = f"its documents' keys are {listing(keys)}" if keys else "its documents have no metadata"
+            escape = "; on the command line, write a key's = as \\=" if any("=" in k for k in keys) else ""
             raise InputError(
                 f"no document of {self.index.path} has the metadata key {unknown[0]!r} ({has}): filter with one of "
-                "those keys (--where KEY=VALUE, where={KEY: VALUE})"
+                f"those keys (--where KEY=VALUE, where={{KEY: VALUE}}){escape}"
             )
-        where = {str(k): str(v) for k, v in (where or {}).items()}
         loaded = self._llm if only_context else self.llm
         run = SearchRun(
             mode,
@@ -206,7 +243,7 @@ class QueryEngine:
         only_context: bool = False,
         stream: bool = False,
         config: NaiveConfig | None = None,
-        where: Mapping[str, str] | None = None,
+        where: Where | None = None,
     ) -> SearchResult | StreamingResult:
         """Hybrid (vector + keyword, fused) retrieval of text chunks (of the documents whose metadata
         has each `where` key=value), then one answer call."""
@@ -228,7 +265,7 @@ class QueryEngine:
         only_context: bool = False,
         stream: bool = False,
         config: LocalConfig | None = None,
-        where: Mapping[str, str] | None = None,
+        where: Where | None = None,
     ) -> SearchResult | StreamingResult:
         """Entities linked to the query, their graph neighbourhood, reports and text (only of the
         documents whose metadata has each `where` key=value), then one answer call."""
@@ -251,6 +288,8 @@ class QueryEngine:
         LLM calls = map chunks + 1 (the reduce call is skipped when no point is important enough;
         the answer then says the index holds nothing relevant)."""
         query, config = check_query(query), config or self.config.global_
+        if level is not None and (isinstance(level, bool) or not isinstance(level, int)):
+            raise InputError(f"level must be an int (a community level, e.g. level=1) or None, got {level!r}")
         plan = map_plan(self.index, level, config)  # a wrong level or a missing table fails before any model loads
         run = self.begin("global", query, only_context=only_context)
         return search_global(self.index, run, plan, config, stream=stream)
