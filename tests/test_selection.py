@@ -87,6 +87,19 @@ def test_a_relevant_parent_gives_way_to_its_relevant_children_and_an_irrelevant_
     assert kept == ["a1x", "c"]  # best first
 
 
+def test_a_lone_root_is_judged_by_its_children_not_ruled_out_with_them():
+    """A tree's one top summary is about everything, so never nearer than the median: ruling it out
+    ruled out the whole tree, and a question with near summaries below got no map call."""
+    g = GlobalIndex(
+        [Report(cid, lvl, f"report {cid}", "", 5.0, "") for cid, lvl in {"root": 0, "x": 1, "y": 1, "z": 1}.items()],
+        children={"root": ("x", "y", "z")},
+    )
+    similarity = {g.id_of["root"]: 0.15, g.id_of["x"]: 0.3, g.id_of["y"]: 0.2, g.id_of["z"]: 0.1}
+    sel = select_reports(g, similarity, GlobalConfig(), max_level=None, pack=_pack(10), level_tokens=10**6)
+    why = {g.reports[c.report].community_id: c.why for c in sel.considered}
+    assert why["root"] == REPLACED and why["x"] == KEPT and why["z"] == NOT_RELEVANT
+
+
 def test_a_relevant_report_without_relevant_children_is_kept_itself():
     kept, why, _ = _select({**SCORES, "a1": 0.35, "a2": 0.3, "a1x": 0.1})
     assert why["a"] == KEPT and why["a1"] == why["a2"] == NOT_RELEVANT and why["a1x"] == PARENT_NOT_RELEVANT

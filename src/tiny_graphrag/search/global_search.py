@@ -310,10 +310,14 @@ def search_global(
     if selection is not None:
         run.details["considered"] = [dataclasses.asdict(c) for c in selection.considered]
         if not selection.kept:
-            run.notes.append(
+            why = (
                 f"no report is near the question (best query cosine {selection.best_similarity:.2f} < "
-                f"GlobalConfig.min_similarity={config.min_similarity}): no map or reduce call was made"
+                f"GlobalConfig.min_similarity={config.min_similarity})"
+                if selection.best_similarity < config.min_similarity
+                else "the reports nearest the question lie under top-level reports that are not near it "
+                f"(GlobalConfig.dynamic_cutoff={config.dynamic_cutoff})"
             )
+            run.notes.append(f"{why}: no map or reduce call was made")
             if not run.only_context:
                 closest = "; ".join(f"{c.title} ({c.similarity:.2f})" for c in selection.closest())
                 declined = f"{NO_DATA_ANSWER} The closest communities, none near enough: {closest}."

@@ -11,7 +11,7 @@ the index's own embeddings (no model call):
   grounding.py does for map points: a broad question ("the main themes?") is far from every
   report, so only the ranking says which are nearer.
 - From the root level down: a report under `dynamic_cutoff` is left out and so are its
-  children (an irrelevant parent rules them out); a relevant report whose children include a
+  children (an irrelevant parent rules them out; a lone root, about everything, never is); a relevant report whose children include a
   relevant one is replaced by its children (more specific, the same entities), else kept.
 - The kept reports, best first, fill the map budget: at most `dynamic_map_calls` map batches
   and `dynamic_share` of the text of a whole level (the largest), so a small index is not read
@@ -132,9 +132,12 @@ def select_reports(
     kept: list[int] = []
     if best >= config.min_similarity:
         frontier = [rid for rid in pool if reports[rid].level == levels[0]]
+        # A lone root (a tree's top summary) is about everything, so never nearer than average: it
+        # is judged by its children, not ruled out with them.
+        lone = frontier[:1] if len(frontier) == 1 else []
         while frontier:
             rid = frontier.pop(0)
-            if relevance(rid) < config.dynamic_cutoff:
+            if relevance(rid) < config.dynamic_cutoff and rid not in lone:
                 rule_out(rid)
                 continue
             below = [c for c in children.get(rid, ()) if reports[c].level <= deepest]
