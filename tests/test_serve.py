@@ -5,16 +5,20 @@ results as Python and the CLI, the look-ups, the safety cases and the bad input.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import select
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from unittest.mock import ANY
 
 import httpx
 import pytest
@@ -145,15 +149,16 @@ def test_only_context_and_lookups(client, engine, index, no_network):
         ("post", "/api/indexes/nope/query", {"question": "x"}, 404, "no index 'nope'"),
         ("post", "/api/indexes/idx/query", {"question": "x", "mode": "fancy"}, 422, "mode"),
         ("post", "/api/indexes/idx/query", {"question": "x", "level": 1}, 422, "only for global"),
-        ("post", "/api/indexes/idx/query", {"question": "x", "mode": "global", "level": 7}, 400, "level"),
+        ("post", "/api/indexes/idx/query", {"question": "x", "mode": "global", "level": 7}, 400, "not exist in 'idx'"),
         ("post", "/api/indexes/idx/query", {"question": "x", "selection": "level"}, 422, "only for global"),
         ("post", "/api/indexes/idx/query", {"question": "x", "mode": "global", "selection": "all"}, 422, "selection"),
-        ("post", "/api/indexes/idx/query", {"question": "x", "mode": "tree"}, 400, "--tree"),
+        ("post", "/api/indexes/idx/query", {"question": "x", "mode": "tree"}, 400, "'idx' was built without a RAPTOR"),
         ("post", "/api/indexes/idx/query", {"question": "   "}, 400, "empty"),
         ("post", "/api/indexes/idx/query", {"question": "x" * 2001}, 422, "question"),
         ("post", "/api/indexes/idx/query", {"question": "x", "temperature": 2}, 422, "temperature"),
         ("post", "/api/indexes/idx/query", {"question": "x" * 17000}, 413, "bytes"),
         ("get", "/api/indexes/idx/sources/999999999", None, 404, "no source 999999999"),
+        ("get", "/api/indexes/idx/sources/99999999999999999999", None, 404, "no source 99999999999999999999 in"),
         ("get", "/api/indexes/idx/sources/..%2F..%2Fmanifest.json", None, 404, "Not Found"),
         ("get", "/api/indexes/idx/sources/manifest.json", None, 422, "sid"),
         ("get", "/api/indexes/idx/sources/%2Fetc%2Fpasswd", None, 404, "Not Found"),
@@ -165,11 +170,78 @@ def test_only_context_and_lookups(client, engine, index, no_network):
         ("get", "/static/page.html.bak", None, 404, "no file"),
     ],
 )
-def test_bad_requests_get_json_errors_naming_the_problem(client, caplog, method, path, body, status, says):
+def test_bad_requests_get_json_errors_naming_the_problem(client, index, caplog, method, path, body, status, says):
     with caplog.at_level(logging.INFO):
         reply = getattr(client, method)(path, **({"json": body} if body is not None else {}))
     assert reply.status_code == status and says in reply.json()["error"], reply.text
     assert "Traceback" not in reply.text and not any(r.exc_info for r in caplog.records)
+    assert str(index) not in reply.text  # the index by its name, never the server's folder
+
+
+def chunked(total: int, size: int = 64 * 1024) -> Iterator[bytes]:
+    """`total` bytes of a body in HTTP chunks, then the last (empty) chunk."""
+    for start in range(0, total, size):
+        n = min(size, total - start)
+        yield b"%x\r\n" % n + b"x" * n + b"\r\n"
+    yield b"0\r\n\r\n"
+
+
+def raw_post(url: str, headers: str, body: Iterable[bytes]) -> tuple[int, bytes, int]:
+    """POSTs a query with `headers` as written (however they conflict), sending the body piece by
+    piece until the server replies: its status, its reply, and the bytes it let in before replying."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(
+            f"POST /api/indexes/idx/query HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{headers}\r\n\r\n".encode()
+        )
+        sent = 0
+        for piece in body:
+            if select.select([sock], [], [], 0)[0]:
+                break  # it replied: it reads no more
+            try:
+                sock.sendall(piece)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += len(piece)
+        reply = b""
+        with contextlib.suppress(ConnectionResetError):  # a reset after the reply: the unread body was dropped
+            while piece := sock.recv(65536):
+                reply += piece
+    return int(reply.split()[1]), reply, sent
+
+
+@pytest.mark.parametrize(
+    ("headers", "body"),
+    [
+        ("Content-Length: 4\r\nTransfer-Encoding: chunked", chunked(5_000_000)),
+        ("Transfer-Encoding: chunked", chunked(60_000_000)),
+        ("Content-Length: 60000000", (b"x" * 1_000_000 for _ in range(60))),
+    ],
+)
+def test_body_limit_holds_whatever_the_headers_say(served, headers, body):
+    with serving(create_app(served)) as url:
+        status, reply, sent = raw_post(url, headers, body)
+    assert status == 413 and b"over 16384 bytes" in reply, reply[:300]
+    assert b"connection: close" in reply.lower()  # the rest of the body is never read
+    assert sent < 10_000_000  # refused once past the limit, not after reading it all (socket buffers hold the rest)
+
+
+def test_a_chunked_body_within_the_limit_is_read(served):
+    question = json.dumps({"question": "Who is Acme <Labs>?", "only_context": True}).encode()
+    with serving(create_app(served)) as url:
+        status, reply, _ = raw_post(
+            url, "Transfer-Encoding: chunked", [b"%x\r\n%s\r\n0\r\n\r\n" % (len(question), question)]
+        )
+    assert status == 200 and b"-----Sources-----" in reply, reply
+
+
+def test_a_bug_is_answered_in_json_not_plain_text(served, monkeypatch):
+    def broken(self, sid):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(ServedIndex, "source", broken)
+    reply = TestClient(create_app(served), raise_server_exceptions=False).get("/api/indexes/idx/sources/1")
+    assert reply.status_code == 500 and reply.json() == {"error": "an internal error (see the server's log)"}
 
 
 def test_token_host_and_headers(served):
@@ -185,23 +257,33 @@ def test_token_host_and_headers(served):
     for name in ("page.js", "page.css"):
         text = guarded.get(f"/static/{name}").text
         assert "http://" not in text and "https://" not in text and "innerHTML" not in text
-    assert guarded.get("/static/vis-network.min.js").status_code == 401
+    # the graph library too: the page loads it with <script src>, which cannot send the token
+    assert guarded.get("/static/vis-network.min.js").status_code == 200
     rebinding = guarded.get("/api/indexes", headers={"Host": "evil.example:8000"})
     assert rebinding.status_code == 421 and "127.0.0.1" in rebinding.json()["error"]
 
 
-def test_without_a_model_it_serves_all_but_answers(index, tmp_path):
+def test_without_a_model_it_serves_all_but_answers(index, tmp_path, caplog):
     empty = tmp_path / "models"
     empty.mkdir()
-    served = open_indexes([index], llm=None, n_ctx=None, models_dir=str(empty))
+    with caplog.at_level(logging.WARNING):
+        served = open_indexes([index], llm=None, n_ctx=None, models_dir=str(empty))
+    assert f"{empty}" in caplog.text and "models download" in caplog.text  # the operator's log: where and how
     c = TestClient(create_app(served))
-    assert "--llm" in c.get("/api/indexes").json()[0]["answering"]
+    listed = c.get("/api/indexes")
+    assert "--llm" in listed.json()[0]["answering"] and "only_context" in listed.json()[0]["answering"]
     refused = c.post("/api/indexes/idx/query", json={"question": "Who is Acme <Labs>?"})
     assert refused.status_code == 503 and "--llm" in refused.json()["error"]
     context = c.post("/api/indexes/idx/query", json={"question": "Who is Acme <Labs>?", "only_context": True})
     assert context.status_code == 200 and "approximate" in " ".join(context.json()["notes"])
     sid = context.json()["sources"]["chunks"][0]["id"]
     assert c.get(f"/api/indexes/idx/sources/{sid}").status_code == 200
+    info = c.get("/api/indexes/idx")
+    assert info.json()["models"]["embedder"] == {"name": "all-MiniLM-L6-v2", "fingerprint": ANY}
+    # the server's folders (index, models, the embedder's) are the operator's, shown to no client
+    embedder = index_info(index)["models"]["embedder"]["path"]
+    for reply in (listed, refused, info):
+        assert str(index) not in reply.text and str(empty) not in reply.text and embedder not in reply.text
 
 
 def test_fair_queue_positions_and_leaving():

@@ -1,7 +1,8 @@
 """The served page in a real headless Chromium (Debian's, driven by Selenium through its
 chromium-driver), every request off the loopback refused: it opens, asks a question, the answer
 streams in, a citation opens its passage highlighted in its document, the graph panel draws the
-answer's entities; a document holding <script> and javascript: links shows them as text.
+answer's entities (also on a server with --token); a document holding <script> and javascript:
+links shows them as text.
 
 The page is under test here, so the answers are scripted (a FakeLLM streaming word by word and
 citing the first source it was shown): SmolLM2-135M rarely cites. tests/test_serve.py streams
@@ -132,3 +133,23 @@ def test_markup_in_documents_and_names_is_text(browser, url):
     _until(browser, "return document.querySelectorAll('.community').length", "the communities")
     browser.find_elements(By.CSS_SELECTOR, ".community")[0].click()
     _until(browser, "return document.querySelectorAll('#report a').length", "a community's report")
+
+
+def test_with_a_token_the_page_asks_for_it_and_works(browser, url):
+    from selenium.webdriver.common.by import By
+
+    token = "s3cret-t0ken"
+    with serving(create_app({"idx": ServedIndex("idx", url[1], None)}, token=token)) as base:
+        browser.get(base + "/")
+        _until(browser, "return !document.getElementById('token-form').hidden", "the token form")
+        browser.find_element(By.ID, "token").send_keys(token)
+        browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
+        _until(browser, "return document.getElementById('index').options.length", "the index list")
+        browser.find_element(By.ID, "question").send_keys("Where is New York?")
+        browser.find_element(By.ID, "ask-button").click()
+        _until(browser, "return /search in/.test(document.getElementById('status').textContent)", "a result")
+        # the graph library loads (a <script src> sends no token) and draws the answer's entities
+        drawn = (
+            "return typeof vis !== 'undefined' && nodes && nodes.length && !!document.querySelector('#graph canvas')"
+        )
+        _until(browser, drawn, "the graph of the answer's entities")

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUESTION = 2000  # characters
 TICK = 0.5  # seconds between looks at a waiting client and the clock
-STATIC = {"page.js": "text/javascript", "page.css": "text/css"}
+STATIC = {"page.js": "text/javascript", "page.css": "text/css", "vis-network.min.js": "text/javascript"}
 
 
 class QueryRequest(BaseModel):
@@ -77,7 +77,8 @@ def create_app(
     """The app over `indexes` (by name). `token`: every request but the page's own files must
     carry `Authorization: Bearer <token>`; `hosts`: the only Host names answered (None: any)."""
     app = FastAPI(title="tiny-graphrag", docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None)
-    app.add_middleware(Guard, token=token, hosts=hosts, public={"/", "/static/page.js", "/static/page.css"})
+    # The page's own files hold no data, and a <script src> cannot send the token: they need none.
+    app.add_middleware(Guard, token=token, hosts=hosts, public={"/", *(f"/static/{name}" for name in STATIC)})
     line = FairQueue()
 
     @app.exception_handler(RequestValidationError)
@@ -91,7 +92,13 @@ def create_app(
     async def refused(request: Request, exc: Exception) -> JSONResponse:
         if isinstance(exc, StarletteHTTPException):
             return _error(exc.status_code, str(exc.detail))
-        return _error(404 if isinstance(exc, NotFound) else 400, str(exc))
+        if isinstance(exc, TinyGraphRAGError):
+            return _error(400, _for_client(indexes.get(request.path_params.get("name", "")), exc))
+        return _error(404, str(exc))
+
+    @app.exception_handler(Exception)  # a bug: its traceback goes to the log (uvicorn writes it), not to clients
+    async def failed(request: Request, exc: Exception) -> JSONResponse:
+        return _error(500, "an internal error (see the server's log)")
 
     def served(name: str) -> ServedIndex:
         if name not in indexes:
@@ -105,11 +112,10 @@ def create_app(
 
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> Response:
-        if name == "vis-network.min.js":
-            return Response(vis_network_script("The web page's graph panel"), media_type="text/javascript")
         if name not in STATIC:
             raise NotFound(f"no file '{name}'")
-        return Response(_package_text(name), media_type=STATIC[name])
+        text = vis_network_script("The web page's graph panel") if name.startswith("vis") else _package_text(name)
+        return Response(text, media_type=STATIC[name])
 
     # ---- what an index holds ----------------------------------------------------------------------
     @app.get("/api/indexes", summary="the served indexes")
@@ -159,8 +165,12 @@ def create_app(
             raise HTTPException(422, "level, over and selection are only for global search")
         if body.strategy is not None and body.mode != "tree":
             raise HTTPException(422, "strategy is only for tree search")
+        if body.mode == "tree" and not s.info["tree"]:  # the library's message names the operator's fix: a rebuild
+            raise HTTPException(
+                400, f"index '{name}' was built without a RAPTOR tree: ask in mode local, global or naive"
+            )
         if s.answering and not body.only_context:
-            raise HTTPException(503, f"{s.answering} Sources, entities and only_context queries work without it")
+            raise HTTPException(503, s.answering)
         events = _answer(s, body, request, line, time_limit)
         first = await anext(events)  # retrieval's errors (an index without a tree...) come back as 4xx here
         if body.stream:
@@ -180,6 +190,11 @@ def _numbers(what: str, text: str) -> list[int]:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise HTTPException(422, f"{what}: expected comma-separated numbers, got {text[:100]!r}") from None
+
+
+def _for_client(s: ServedIndex | None, exc: TinyGraphRAGError) -> str:
+    """The library's message with the index's name for its folder, which is the operator's to know."""
+    return str(exc).replace(str(s.engine.path), f"'{s.name}'") if s else str(exc)
 
 
 def _package_text(name: str) -> str:
@@ -251,7 +266,7 @@ async def _answer(
         elif not await request.is_disconnected():
             yield "error", {"status": 504, "error": f"the answer took over the time limit ({time_limit:g} s)"}
     except TinyGraphRAGError as exc:
-        yield "error", {"status": 400, "error": str(exc)}
+        yield "error", {"status": 400, "error": _for_client(s, exc)}
     except Exception:  # a bug: its traceback goes to the log, never to the page
         log.exception("query %r on %s failed", body.question[:100], s.name)
         yield "error", {"status": 500, "error": "the search failed: an internal error (see the server's log)"}

@@ -1,6 +1,10 @@
 """What every request passes first (a plain ASGI middleware, so streams and disconnects pass
 through untouched): the Host check, the bearer token, the body-size limit, and headers that keep
-the page from loading or sending anything anywhere else."""
+the page from loading or sending anything anywhere else.
+
+The body is bounded as it arrives, not by its headers: a chunked body (whatever Content-Length
+says beside it) or a Content-Length larger than allowed is read only up to MAX_BODY bytes, then
+refused, so no request makes the server hold more than that."""
 
 from __future__ import annotations
 
@@ -31,19 +35,20 @@ class Guard:
             return await self.app(scope, receive, send)
         headers = dict(scope["headers"])
         if (problem := self.problem(scope, headers)) is not None:
-            status, message = problem
-            body = json.dumps({"error": message}).encode()
-            extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
-            start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": status, "headers": start + extra + HEADERS})
-            return await send({"type": "http.response.body", "body": body})
+            return await refuse(send, *problem)
+        body = await bounded_body(receive)
+        if body is None:
+            return await refuse(send, 413, f"the request body is over {MAX_BODY} bytes: ask a shorter question")
+
+        async def replay() -> dict:  # the body as read, then the client's later messages (a disconnect)
+            return body.pop(0) if body else await receive()
 
         async def with_headers(message) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": list(message.get("headers", [])) + HEADERS}
             await send(message)
 
-        return await self.app(scope, receive, with_headers)
+        return await self.app(scope, replay, with_headers)
 
     def problem(self, scope, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
         host = headers.get(b"host", b"").decode("latin-1").rsplit(":", 1)[0].strip("[]")
@@ -53,10 +58,27 @@ class Guard:
             given = headers.get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):  # constant time: the token cannot be guessed bytewise
                 return 401, "a token is needed: send the header 'Authorization: Bearer <token given to --token>'"
-        if scope["method"] in ("POST", "PUT", "PATCH"):
-            length = headers.get(b"content-length")
-            if length is None:
-                return 411, "send the request body with a Content-Length"
-            if not length.isdigit() or int(length) > MAX_BODY:
-                return 413, f"the request body is over {MAX_BODY} bytes: ask a shorter question"
         return None
+
+
+async def bounded_body(receive) -> list[dict] | None:
+    """The request's body messages, counted as they arrive; None once they pass MAX_BODY bytes
+    (the rest is never read: the connection is closed after the refusal)."""
+    messages, size = [], 0
+    while True:
+        message = await receive()
+        size += len(message.get("body", b""))
+        if size > MAX_BODY:
+            return None
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body"):  # complete, or the client left
+            return messages
+
+
+async def refuse(send, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
+    start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    start.append((b"connection", b"close"))  # the body that may follow is not read: closing drops it
+    await send({"type": "http.response.start", "status": status, "headers": start + extra + HEADERS})
+    await send({"type": "http.response.body", "body": body})

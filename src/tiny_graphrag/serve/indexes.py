@@ -43,6 +43,10 @@ class ServedIndex:
         self.name, self.engine, self.answering = name, engine, answering
         self.lock = threading.Lock()
         self.info = index_info(engine.path)
+        # where the server keeps its models is the operator's (`tiny-graphrag info` shows it), not a client's
+        self.info["models"] = {
+            k: v and {a: b for a, b in v.items() if a != "path"} for k, v in self.info["models"].items()
+        }
         graph = engine.index.graph
         self.key_of_hid = {d["hid"]: k for k, d in graph.nodes(data=True)}
         self.entities_in: dict[int, list[str]] = {}  # source id -> the entities mentioned in that chunk
@@ -59,7 +63,7 @@ class ServedIndex:
         store = self.engine.store
         try:
             chunk = store.chunk_by_sid(sid)
-        except KeyError:
+        except (KeyError, OverflowError):  # OverflowError: beyond SQLite's integers, so surely none
             raise NotFound(
                 f"no source {sid} in index '{self.name}' (a source id is a number an answer cites)"
             ) from None
@@ -186,10 +190,10 @@ def open_indexes(
     A model named with `llm` must load; without it, an index whose build model is missing is
     still served (sources, entities, `only_context`), and says answering needs --llm."""
     served: dict[str, ServedIndex] = {}
-    for path in paths:
-        name = Path(path).resolve().name
-        if name in served:
-            raise InputError(f"two indexes are named '{name}': serve folders with different names")
+    for given in paths:
+        path = Path(given).resolve()  # errors name it so, and the app puts the index's name in its place
+        if path.name in served:
+            raise InputError(f"two indexes are named '{path.name}': serve folders with different names")
         engine = QueryEngine(path, models_dir=models_dir)
         if changes := {k: v for k, v in {"model": llm, "n_ctx": n_ctx}.items() if v is not None}:
             engine.change_llm_settings(**changes)
@@ -199,7 +203,12 @@ def open_indexes(
         except (ModelNotFoundError, ModelLoadError, MissingDependencyError) as exc:
             if llm is not None:
                 raise
-            answering = f"answering needs a model: start the server with --llm MODEL (a GGUF file). {exc}"
-            log.warning("index %s: %s", name, answering)
-        served[name] = ServedIndex(name, engine, answering)
+            log.warning(
+                "index %s: answering needs a model: start the server with --llm MODEL (a GGUF file). %s", path, exc
+            )
+            answering = (  # what a client can do; the operator's fix (and the models folder) is in the log
+                "this server has no model to write answers with (its operator starts it with --llm MODEL): "
+                "ask with only_context, or read sources and entities"
+            )
+        served[path.name] = ServedIndex(path.name, engine, answering)
     return served
