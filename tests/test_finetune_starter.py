@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tiny_graphrag.finetune import starter
 from tiny_graphrag.finetune.data import read_examples
 from tiny_graphrag.finetune.redocred import load_documents, sentence_examples, split_documents
@@ -62,3 +64,42 @@ def test_base_starter_before_it_is_built_says_how_to_build_it(tmp_path):
 
     with pytest.raises(ConfigError, match="make starter"):
         resolve("starter", "gliner", tmp_path)
+
+
+def test_an_interrupted_starter_leaves_no_half_model_and_the_next_run_trains_only_what_is_missing(
+    tmp_path, monkeypatch
+):
+    import pytest
+
+    from tiny_graphrag.finetune.labels import write_trained_labels
+    from tiny_graphrag.finetune.loop import TrainResult
+    from tiny_graphrag.finetune.output import written_aside
+
+    calls: list[str] = []
+    stop = {"glirel"}  # the first run is stopped while GLiREL trains
+
+    def trainer(kind):
+        def train(encoder, examples, dev, out, settings, extra_info=None, **options):
+            calls.append(kind)
+            with written_aside(out) as folder:
+                (folder / f"{kind}_config.json").write_text("{}", encoding="utf-8")
+                if kind in stop:
+                    raise KeyboardInterrupt  # Ctrl-C (or SIGTERM) with the model half written
+                write_trained_labels(folder, kind, ["x"], files=[f"{kind}_config.json"])
+            return TrainResult(steps=1, seconds=0.0, best_f1=0.5, best_step=1, final_loss=0.0, history=[])
+
+        return train
+
+    monkeypatch.setattr(starter, "_trainer", trainer)
+    with pytest.raises(KeyboardInterrupt):
+        starter.build_starter(tmp_path, progress=False)
+    folder = starter.starter_dir(tmp_path)
+    assert (folder / "gliner" / "gliner_config.json").is_file()
+    assert sorted(p.name for p in folder.iterdir() if "glirel" in p.name) == []  # nothing half written
+    assert not starter.is_built(folder)
+
+    stop.clear()
+    assert starter.build_starter(tmp_path, progress=False) == folder
+    assert calls == ["gliner", "glirel", "glirel"]  # GLiNER was not trained again
+    assert starter.is_built(folder)
+    assert set(json.loads((folder / "training.json").read_text())) >= {"gliner", "glirel"}

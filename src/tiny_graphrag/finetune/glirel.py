@@ -146,7 +146,7 @@ def predict(
                     h = where.get((r["head_pos"][0], r["head_pos"][1] - 1))
                     t = where.get((r["tail_pos"][0], r["tail_pos"][1] - 1))
                     if h is not None and t is not None and h != t:
-                        found.append(Relation(h, t, str(r["label"])))
+                        found.append(Relation(h, t, str(r["label"]), float(r["score"])))
                 out[i] = replace(ex, relations=tuple(found))
     finally:
         model.train(was_training)

@@ -167,13 +167,19 @@ def _settings(part: dict[str, Any], progress: bool) -> TrainSettings:
     )
 
 
+def _trainer(kind: str) -> Any:
+    """finetune_gliner or finetune_glirel (imported on use: they load torch)."""
+    from tiny_graphrag.finetune import gliner, glirel
+
+    return gliner.finetune_gliner if kind == GLINER else glirel.finetune_glirel
+
+
 def build_starter(
     models_dir: str | os.PathLike[str] | None = None, *, progress: bool = True, force: bool = False
 ) -> Path:
-    """Train the pair into models/starter-<recipe hash>/ unless it is there; returns the folder."""
-    from tiny_graphrag.finetune.gliner import finetune_gliner
-    from tiny_graphrag.finetune.glirel import finetune_glirel
-
+    """Train the pair into models/starter-<recipe hash>/ unless it is there; returns the folder.
+    Each model is renamed into place once whole (output.py), so a run stopped midway leaves the
+    models it finished, and the next run trains only what is missing."""
     folder = starter_dir(models_dir)
     if is_built(folder) and not force:
         return folder
@@ -185,23 +191,32 @@ def build_starter(
     (folder / "recipe.json").write_text(json.dumps(RECIPE, indent=1), encoding="utf-8")
     export_splits(folder, data)
     info: dict[str, object] = {"recipe_hash": recipe_hash()}
-    report: dict[str, Any] = {**info, "threads": torch.get_num_threads(), "load": _load()}
-    for kind, train_kind, options in (
-        (GLINER, finetune_gliner, {k: RECIPE[GLINER][k] for k in ("rnn_layers", "max_width", "hidden_size")}),
-        (GLIREL, finetune_glirel, {"overrides": RECIPE[GLIREL]["config"]}),
+    record = folder / "training.json"
+    report: dict[str, Any] = json.loads(record.read_text(encoding="utf-8")) if record.is_file() and not force else {}
+    report.update(info, threads=torch.get_num_threads())
+    for kind, options in (
+        (GLINER, {k: RECIPE[GLINER][k] for k in ("rnn_layers", "max_width", "hidden_size")}),
+        (GLIREL, {"overrides": RECIPE[GLIREL]["config"]}),
     ):
-        part, t = RECIPE[kind], time.perf_counter()
+        if (folder / kind / f"{kind}_config.json").is_file() and not force:
+            log.info("%s of %s is there from an earlier run: training only what is missing", kind, folder)
+            continue
+        part, t, load = RECIPE[kind], time.perf_counter(), _load()
         dev = data["dev"][: part["dev_examples"]]
-        settings = _settings(part, progress)
-        res = train_kind(encoder, data["train"], dev, folder / kind, settings, extra_info=info, **options)
-        report[kind] = {"seconds": round(time.perf_counter() - t, 1), "dev_f1": res.best_f1, "history": res.history}
-    report["load_after"] = _load()
-    (folder / "training.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+        res = _trainer(kind)(
+            encoder, data["train"], dev, folder / kind, _settings(part, progress), extra_info=info, **options
+        )
+        report[kind] = {
+            "seconds": round(time.perf_counter() - t, 1),
+            "load": [load, _load()],
+            "dev_f1": res.best_f1,
+            "history": res.history,
+        }
+        record.write_text(json.dumps(report, indent=1), encoding="utf-8")
     log.info(
-        "starter pair trained in %s (GLiNER %.0f s, GLiREL %.0f s)",
+        "starter pair trained in %s (%s)",
         folder,
-        report["gliner"]["seconds"],
-        report["glirel"]["seconds"],
+        ", ".join(f"{k} {report[k]['seconds']:.0f} s" for k in (GLINER, GLIREL) if k in report),
     )
     return folder
 
