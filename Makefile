@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup starter demo test lint docs bench clean
+.PHONY: setup starter starter-long demo test lint docs bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -11,6 +11,11 @@ setup:
 # machine, cached under models/starter-<recipe hash>/, never committed; time in bench/RESULTS.md).
 starter: setup
 	$(BIN)/python -m tiny_graphrag.finetune.starter --quiet
+
+# The same recipe trained longer, for a machine with time or a GPU (under an hour on two cores;
+# models/starter-long-<recipe hash>/). Use it with --gliner-model/--glirel-model or `--base DIR`.
+starter-long: setup
+	$(BIN)/python -m tiny_graphrag.finetune.starter --quiet --long
 
 # The Obama article: typed triples by the starter pair, then questions over an index (examples/demo.sh).
 demo: setup starter

@@ -23,12 +23,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from tiny_graphrag.finetune.data import Example, Relation, Span
 from tiny_graphrag.finetune.score import Score, score_entities, score_relations
 
 Pair = tuple[int, int]
+Scorer = Callable[[Sequence[Example], Sequence[Example]], Score]
 
 
 def _key(ex: Example, e: Span) -> str:
@@ -201,39 +203,37 @@ def pick(
 
 
 def baselines(data: dict[str, list[Example]]) -> dict[str, Any]:
-    """Each lookup table and spaCy's learned map: the setting dev picked, its dev F1, the test score."""
+    """Each lookup table and spaCy's learned map: the setting dev picked, its dev and test scores."""
     train, dev, test = data["train"], data["dev"], data["test"]
     out: dict[str, Any] = {}
 
+    def row(name: str, setting: dict[str, Any], run: Callable[..., list[Example]], scorer: Scorer) -> None:
+        out[name] = {"setting": setting} | {
+            split: _rounded(scorer(run(exs, **setting), exs)) for split, exs in (("dev", dev), ("test", test))
+        }
+
     counts = gazetteer_counts(train)
     grid = [{"min_count": c, "min_share": s} for c in (1, 2, 3) for s in (0.0, 0.5, 0.7, 0.9)]
-    setting, f = pick(grid, lambda exs, **kw: gazetteer(counts, exs, **kw), dev, score_entities)
-    out["gazetteer"] = _row(setting, f, score_entities(gazetteer(counts, test, **setting), test))
+    run = partial(gazetteer, counts)
+    row("gazetteer", pick(grid, run, dev, score_entities)[0], run, score_entities)
 
     shares = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
-    by_type = [(types, pair_table(train, types))]
+    run = partial(lookup_relations, [(types, pair_table(train, types))])
     grid = [{"min_share": s, "top1": True} for s in (0.0, *shares)]
-    setting, f = pick(grid, lambda exs, **kw: lookup_relations(by_type, exs, **kw), dev, score_relations)
-    out["type_pair"] = _row(setting, f, score_relations(lookup_relations(by_type, test, **setting), test))
+    row("type_pair", pick(grid, run, dev, score_relations)[0], run, score_relations)
 
-    back_off = [(k, pair_table(train, k)) for k in BACK_OFF]
+    run = partial(lookup_relations, [(k, pair_table(train, k)) for k in BACK_OFF])
     grid = [{"min_count": c, "min_share": s} for c in (1, 2, 3, 5) for s in shares]
-    setting, f = pick(grid, lambda exs, **kw: lookup_relations(back_off, exs, **kw), dev, score_relations)
-    out["back_off"] = _row(setting, f, score_relations(lookup_relations(back_off, test, **setting), test))
+    row("back_off", pick(grid, run, dev, score_relations)[0], run, score_relations)
 
-    sp_train, sp_dev, sp_test = spacy_spans(train), spacy_spans(dev), spacy_spans(test)
-    m = learn_spacy_map(train, sp_train)
-    f = score_entities(mapped(dev, sp_dev, m), dev).f1
-    out["spacy_learned_map"] = _row({"map": m}, f, score_entities(mapped(test, sp_test, m), test))
+    spans = {id(exs): spacy_spans(exs) for exs in (train, dev, test)}
+    m = learn_spacy_map(train, spans[id(train)])
+    row("spacy_learned_map", {"map": m}, lambda exs, map: mapped(exs, spans[id(exs)], map), score_entities)
     return out
 
 
-def _row(setting: dict[str, Any], dev_f1: float, test: Score) -> dict[str, Any]:
-    return {
-        "setting": setting,
-        "dev_f1": round(dev_f1, 4),
-        "test": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in test.as_dict().items()},
-    }
+def _rounded(s: Score) -> dict[str, Any]:
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in s.as_dict().items()}
 
 
 if __name__ == "__main__":  # pragma: no cover
