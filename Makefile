@@ -17,7 +17,8 @@ starter: setup
 starter-long: setup
 	$(BIN)/python -m tiny_graphrag.finetune.starter --quiet --long
 
-# The Obama article: typed triples by the starter pair, then questions over an index (examples/demo.sh).
+# The Obama article: one index with typed relations (spaCy entities + the starter GLiREL, or the
+# starter pair: EXTRACTOR=gliner), its best triples, and three questions over it (examples/demo.sh).
 demo: setup starter
 	bash examples/demo.sh
 
