@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup starter demo test lint docs bench clean
+.PHONY: setup starter starter-long demo test lint docs bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -12,7 +12,13 @@ setup:
 starter: setup
 	$(BIN)/python -m tiny_graphrag.finetune.starter --quiet
 
-# The Obama article: typed triples by the starter pair, then questions over an index (examples/demo.sh).
+# The same recipe trained longer, for a machine with time or a GPU (under an hour on two cores;
+# models/starter-long-<recipe hash>/). Use it with --gliner-model/--glirel-model or `--base DIR`.
+starter-long: setup
+	$(BIN)/python -m tiny_graphrag.finetune.starter --quiet --long
+
+# The Obama article: one index with typed relations (spaCy entities + the starter GLiREL, or the
+# starter pair: EXTRACTOR=gliner), its best triples, and three questions over it (examples/demo.sh).
 demo: setup starter
 	bash examples/demo.sh
 

@@ -1,7 +1,7 @@
 """Print an index's relations by label and, for the most frequent labels, its best-scored typed
 triple with the sentence it came from.
 
-python examples/typed_triples.py graphs/obama-typed [--show 3]
+python examples/typed_triples.py graphs/obama [--show 3]
 """
 
 from __future__ import annotations

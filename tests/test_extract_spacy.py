@@ -189,3 +189,19 @@ def test_glirel_relations_excluded_by_constraints(tiny_models_dir):
     free = Schema.from_dict({"entity_types": list(schema.entity_types), "relation_types": ["makes"]})
     (res,) = make_extractor(free, spacy_config(relation_threshold=0.0), tiny_models_dir).extract([chunk()])
     assert res.relations
+
+
+def test_relation_types_spacy_can_never_find_are_an_error_naming_them(tmp_path):
+    schema = Schema.from_dict(
+        {
+            "entity_types": ["Person", "Organization", "Date"],
+            "relation_types": {
+                "born on": {"allowed_head": ["Person"], "allowed_tail": ["Date"]},  # nothing maps onto Date
+                "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
+            },
+        }
+    )
+    with pytest.raises(SchemaError, match=r"relation types \['born on'\] .*\['Date'\].*\[spacy_labels\]"):
+        make_extractor(schema, spacy_config(), tmp_path)
+    # with a spaCy label mapped onto Date it can be found
+    make_extractor(schema, spacy_config(spacy_label_map={**DEFAULT_SPACY_LABEL_MAP, "DATE": "Date"}), tmp_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -86,3 +87,42 @@ def test_starter_dry_run_loads_the_data_and_finds_the_encoder_but_trains_nothing
     out = capsys.readouterr().out
     assert out.startswith(f"would train {starter.starter_dir(tmp_path)} from ") and re.search(r"\btrain [1-9]", out)
     assert "redocred_data" in out and not list(tmp_path.iterdir())  # nothing written
+
+
+def test_an_interrupted_starter_leaves_no_half_model_and_the_next_run_trains_only_what_is_missing(
+    tmp_path, monkeypatch
+):
+    import pytest
+
+    from tiny_graphrag.finetune.labels import write_trained_labels
+    from tiny_graphrag.finetune.loop import TrainResult
+    from tiny_graphrag.finetune.output import written_aside
+
+    calls: list[str] = []
+    stop = {"glirel"}  # the first run is stopped while GLiREL trains
+
+    def trainer(kind):
+        def train(encoder, examples, dev, out, settings, extra_info=None, **options):
+            calls.append(kind)
+            with written_aside(out) as folder:
+                (folder / f"{kind}_config.json").write_text("{}", encoding="utf-8")
+                if kind in stop:
+                    raise KeyboardInterrupt  # Ctrl-C (or SIGTERM) with the model half written
+                write_trained_labels(folder, kind, ["x"], files=[f"{kind}_config.json"])
+            return TrainResult(steps=1, seconds=0.0, best_f1=0.5, best_step=1, final_loss=0.0, history=[])
+
+        return train
+
+    monkeypatch.setattr(starter, "_trainer", trainer)
+    with pytest.raises(KeyboardInterrupt):
+        starter.build_starter(tmp_path, progress=False)
+    folder = starter.starter_dir(tmp_path)
+    assert (folder / "gliner" / "gliner_config.json").is_file()
+    assert sorted(p.name for p in folder.iterdir() if "glirel" in p.name) == []  # nothing half written
+    assert not starter.is_built(folder)
+
+    stop.clear()
+    assert starter.build_starter(tmp_path, progress=False) == folder
+    assert calls == ["gliner", "glirel", "glirel"]  # GLiNER was not trained again
+    assert starter.is_built(folder)
+    assert set(json.loads((folder / "training.json").read_text())) >= {"gliner", "glirel"}

@@ -548,3 +548,22 @@ def test_labels_the_base_knows_but_the_data_lacks_are_named(tiny_models_dir, dat
     assert len(warned) == 1 and "no example of ['drug'], which" in warned[0], warned
     assert "still predicts them from that training" in warned[0]
     assert trained_labels(tmp_path / "m") == ["drug", "location", "organization", "person"]
+
+
+@pytest.mark.parametrize("kind", ["gliner", "glirel"])
+def test_one_pass_at_the_lowest_threshold_filtered_by_score_is_each_thresholds_prediction(tiny_models_dir, data, kind):
+    """Checkpoints are scored at every threshold from one pass (loop.Trainable.f1_by_threshold): what
+    the models keep above a threshold must be what they would predict at it."""
+    from tiny_graphrag.finetune.data import labels_of
+
+    evaluator = evaluate_gliner if kind == "gliner" else evaluate_glirel
+    model = evaluator.load(tiny_models_dir / f"tiny-{kind}", "cpu")
+    examples = read_examples(data["dev"])
+    labels = labels_of(examples)[0 if kind == "gliner" else 1]
+    scores = {t: evaluator.predict(model, examples, labels, t) for t in loop.THRESHOLDS}
+    low = scores[min(loop.THRESHOLDS)]
+    what = "entities" if kind == "gliner" else "relations"
+    assert sum(len(getattr(ex, what)) for ex in low) > 0  # something to filter
+    for t, at_t in scores.items():
+        kept = evaluator.above(low, t)
+        assert [set(getattr(x, what)) for x in kept] == [set(getattr(x, what)) for x in at_t], t

@@ -31,6 +31,7 @@ from tiny_graphrag.extract.base import (
     pairable,
     type_partners,
 )
+from tiny_graphrag.extract.glirel_input import glirel_relations
 from tiny_graphrag.extract.runtime import Runtime, optimized, runtime_for
 from tiny_graphrag.finetune.labels import warn_zero_shot
 from tiny_graphrag.indexing.chunking import WORD_RE
@@ -224,8 +225,10 @@ def _token_spans(
 def _pairs_independent(config: Any) -> bool:
     """Whether GLiREL scores each mention pair from that pair alone (then the other mentions sent
     with it do not change its score). Refinement layers attend across all pairs, and entity
-    markers are inserted into the encoder's input, so either makes the mentions interact."""
-    return not any(getattr(config, f, False) for f in ("refine_relation", "refine_prompt", "add_entity_markers"))
+    markers (GLiREL's or our typed ones) are inserted into the encoder's input, so either makes the
+    mentions interact."""
+    fields = ("refine_relation", "refine_prompt", "add_entity_markers", "typed_markers")
+    return not any(getattr(config, f, False) for f in fields)
 
 
 class GlirelRelations:
@@ -272,25 +275,17 @@ class GlirelRelations:
             # GLiREL would read the mentions jointly: pruning could change scores, so keep them all.
             sent = all_spans
         tokens = [[texts[i][s:e] for s, e in words[i]] for i in index]
-        # GLiREL's NER format: [first word, last word (inclusive), type, text]
-        ner = [[[s, e, m.type, m.text] for (s, e), m in sorted(sent[i].items())] for i in index]
-        raw = model.batch_predict_relations(tokens, self.labels, threshold=self.threshold, ner=ner, top_k=-1)
+        spans = [[(s, e, m.type) for (s, e), m in sorted(sent[i].items())] for i in index]
+        found_per_text = glirel_relations(model, tokens, spans, self.labels, self.threshold)
         # GLiREL's own max_entity_pair_distance keeps every pair in one direction whatever their
         # distance (its coreference pairs): a model trained on sentences then links mentions far apart
         far = getattr(model.config, "max_entity_pair_distance", None)
-        for i, rels in zip(index, raw):
-            spans = sent[i]
-            found = []
-            for r in rels:
-                if far is not None and abs(r["head_pos"][0] - r["tail_pos"][0]) > far:
-                    continue
-                # GLiREL reports [first word, last word + 1]; map back to our exact mentions.
-                head = spans.get((r["head_pos"][0], r["head_pos"][1] - 1))
-                tail = spans.get((r["tail_pos"][0], r["tail_pos"][1] - 1))
-                if head is None or tail is None:  # cannot happen unless GLiREL changes format
-                    log.debug("dropping GLiREL relation with unknown span: %s", r)
-                    continue
-                found.append(RelationMention(head=head, tail=tail, label=str(r["label"]), score=float(r["score"])))
+        for i, rels in zip(index, found_per_text):
+            found = [
+                RelationMention(head=sent[i][h], tail=sent[i][t], label=label, score=score)
+                for h, t, label, score in rels
+                if far is None or abs(h[0] - t[0]) <= far
+            ]
             out[i] = best_label_per_pair(enforce_constraints(found, self.schema))
         return out
 

@@ -70,6 +70,20 @@ def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> di
     return resolved
 
 
+def _check_reachable(schema: Schema, types: set[str]) -> None:
+    """A relation type none of whose allowed head/tail pairs is among the types spaCy's map gives
+    could never be found: a SchemaError naming it, not a graph silently without it."""
+    never = {r.label: r for r in schema.relation_types if not any(r.allows(h, t) for h in types for t in types)}
+    if never:
+        wanted = sorted({t for r in never.values() for t in (*r.allowed_head, *r.allowed_tail)} - types)
+        raise SchemaError(
+            f"schema '{schema.name}': relation types {listing(list(never))} join only entity types the spaCy "
+            f"extractor never gives ({listing(wanted)}; its label map gives {listing(sorted(types))}), so they "
+            f"could never be found. To fix: map spaCy labels onto those types ([spacy_labels] in the schema), "
+            "allow types the map gives in their allowed_head/allowed_tail, or use the 'gliner' extractor"
+        )
+
+
 def load_spacy(name: str) -> Any:
     """An installed spaCy pipeline (package name or path), trimmed to NER + sentences; cached."""
     return cached_model("spacy", name, lambda: _trim(_load_pipeline(name)))
@@ -151,6 +165,7 @@ class SpacyExtractor:
         self.schema = schema
         self.config = config
         self.label_map = resolve_label_map(schema, config.spacy_label_map)
+        _check_reachable(schema, set(self.label_map.values()))
         self.glirel: GlirelRelations | None = None
         self.relation_method = "none"  # where relations come from: "glirel", "cooccurrence" or "none"
         self._find_relations(schema, config, models_dir)

@@ -43,6 +43,7 @@ class Span:
     first: int
     last: int
     label: str
+    score: float = field(default=1.0, compare=False)  # a prediction's; equality is span and label
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Relation:
     head: int
     tail: int
     label: str
+    score: float = field(default=1.0, compare=False)
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def predict(
         for e in ents:
             words = char_to_words(offs, int(e["start"]), int(e["end"]))
             if words is not None:
-                spans.append(Span(words[0], words[1], str(e["label"])))
+                spans.append(Span(words[0], words[1], str(e["label"]), float(e["score"])))
         out.append(replace(ex, entities=tuple(spans), relations=()))
     return out
 

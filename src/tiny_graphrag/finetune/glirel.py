@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from tiny_graphrag.backends.files import models_dir
 from tiny_graphrag.errors import require
 from tiny_graphrag.extract.gliner import glirel_backbone
-from tiny_graphrag.finetune.data import Example, Relation, to_glirel
+from tiny_graphrag.extract.glirel_input import glirel_relations, mark_types
+from tiny_graphrag.finetune.data import Example, Relation, Span, to_glirel
 from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, loading, sample_labels, train_and_save
 from tiny_graphrag.finetune.score import Evaluator
 
@@ -117,33 +118,31 @@ def predict(
 ) -> list[Example]:
     """The examples with GLiREL's relations between their gold entities (the best label per pair, as
     the extractor keeps); examples with fewer than two entities get none."""
-    import torch
-
-    out = [replace(ex, relations=()) for ex in examples]
-    todo = [i for i, ex in enumerate(examples) if len({(e.first, e.last) for e in ex.entities}) >= 2]
+    out = []
     was_training = model.training
     model.train(False)
     try:
-        for k in range(0, len(todo), batch_size):
-            idx = todo[k : k + batch_size]
-            exs = [_dedupe(examples[i]) for i in idx]
-            ner = [to_glirel(ex)["ner"] for ex in exs]
-            with torch.no_grad():
-                raw = model.batch_predict_relations(
-                    [list(ex.tokens) for ex in exs], list(labels), threshold=threshold, ner=ner, top_k=1
-                )
-            for i, ex, rels in zip(idx, exs, raw):
+        for k in range(0, len(examples), batch_size):
+            exs = [_dedupe(ex) for ex in examples[k : k + batch_size]]
+            spans = [[(e.first, e.last, e.label) for e in ex.entities] for ex in exs]
+            found = glirel_relations(model, [list(ex.tokens) for ex in exs], spans, labels, threshold)
+            for ex, rels in zip(exs, found):
                 where = {(e.first, e.last): n for n, e in enumerate(ex.entities)}
-                found = []
-                for r in rels:
-                    h = where.get((r["head_pos"][0], r["head_pos"][1] - 1))
-                    t = where.get((r["tail_pos"][0], r["tail_pos"][1] - 1))
-                    if h is not None and t is not None and h != t:
-                        found.append(Relation(h, t, str(r["label"])))
-                out[i] = replace(ex, relations=tuple(found))
+                best: dict[tuple[int, int], Relation] = {}
+                for h, t, label, score in sorted(rels, key=lambda r: (-r[3], r[2])):
+                    best.setdefault((where[h], where[t]), Relation(where[h], where[t], label, score))
+                out.append(replace(ex, relations=tuple(best.values())))
     finally:
         model.train(was_training)
     return out
+
+
+def typed_markers(ex: Example) -> Example:
+    """The example as a model trained with typed markers reads it (glirel_input.mark_types)."""
+    ex = _dedupe(ex)
+    words, where = mark_types(ex.tokens, [(e.first, e.last, e.label) for e in ex.entities])
+    entities = tuple(Span(*where[(e.first, e.last)], e.label) for e in ex.entities)
+    return Example(tuple(words), entities, ex.relations, where=ex.where)
 
 
 def _jsonable(v: object) -> bool:
@@ -163,7 +162,8 @@ class GlirelTrainable(Trainable):
     kind, evaluator, encoder_at = "GLiREL", evaluate_glirel, "token_rep_layer.bert_layer.model"
 
     def loss(self, batch: Sequence[Example]) -> torch.Tensor:
-        data = [to_glirel(_dedupe(ex)) | {"label": self.labels_for(ex)} for ex in batch]
+        typed = getattr(self.model.config, "typed_markers", False)
+        data = [to_glirel(typed_markers(ex) if typed else _dedupe(ex)) | {"label": self.labels_for(ex)} for ex in batch]
         x = self.model.collate_fn(data, train_relation_types=list(self.labels), device=self.settings.device)
         return self.model(x)["total_loss"]
 

@@ -106,10 +106,12 @@ class Trainable(ABC):
     @abstractmethod
     def loss(self, batch: Sequence[Example]) -> torch.Tensor: ...
 
-    def f1(self, examples: Sequence[Example], threshold: float | None = None) -> float:
-        at = self.settings.threshold if threshold is None else threshold
-        predicted = self.evaluator.predict(self.model, examples, self.labels, at, self.settings.batch_size)
-        return self.evaluator.score(predicted, examples).f1
+    def f1_by_threshold(self, examples: Sequence[Example]) -> dict[float, float]:
+        """Eval F1 at each of THRESHOLDS from one pass: predictions at the lowest, then those scored
+        at least each threshold (what the models keep at that threshold: their decoding is greedy by score)."""
+        low = min(THRESHOLDS)
+        predicted = self.evaluator.predict(self.model, examples, self.labels, low, self.settings.batch_size)
+        return {t: self.evaluator.score(self.evaluator.above(predicted, t), examples).f1 for t in THRESHOLDS}
 
     def save(self, folder: Path, base: Path) -> None:
         self.model.save_pretrained(folder)
@@ -277,7 +279,7 @@ def best_threshold(model: Trainable, dev: Sequence[Example]) -> tuple[float, flo
     """The eval F1 at the best of THRESHOLDS, and that threshold (a tie: the higher one). A short run's
     scores can sit below 0.5 (focal loss keeps them low): an F1 at 0.5 alone would score every
     checkpoint 0, and the threshold is recorded with the model for the extractor to use."""
-    by_threshold = {t: model.f1(dev, t) for t in THRESHOLDS}
+    by_threshold = model.f1_by_threshold(dev)
     at = max(by_threshold, key=lambda t: (by_threshold[t], t))
     return by_threshold[at], at
 

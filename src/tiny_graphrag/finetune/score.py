@@ -110,6 +110,14 @@ class Evaluator:
         """The labels of this kind (entity types or relation labels) in the examples."""
         return labels_of(examples)[0 if self.what == "entity" else 1]
 
+    def above(self, predicted: Sequence[Example], threshold: float) -> list[Example]:
+        """The predictions (entities, or relations) scored at least `threshold`."""
+        if self.what == "entity":
+            return [
+                ex.keep_entities([i for i, e in enumerate(ex.entities) if e.score >= threshold]) for ex in predicted
+            ]
+        return [replace(ex, relations=tuple(r for r in ex.relations if r.score >= threshold)) for ex in predicted]
+
     def score(self, predicted: Sequence[Example], gold: Sequence[Example]) -> Score:
         return (score_entities if self.what == "entity" else score_relations)(predicted, gold)
 
