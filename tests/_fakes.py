@@ -98,8 +98,11 @@ class FakeBackend:
         name: str = "fake",
         seed: int = 0,
         run: Callable[..., Completion] | None = None,
+        n_params: int | None = None,
     ) -> None:
         self.respond = respond
+        if n_params is not None:  # the size a real backend reports (SearchConfig.reader "auto" reads it)
+            self.n_params = n_params
         self.name = name
         self.n_ctx = n_ctx
         self.seed = seed
@@ -163,12 +166,19 @@ class FakeLLM(CachedLLM):
         name: str = "fake",
         cache: CallCache | None = None,
         seed: int = 0,
+        n_params: int | None = None,
     ) -> None:
-        super().__init__(FakeBackend(respond, n_ctx=n_ctx, name=name, seed=seed, run=self._complete), cache)
+        backend = FakeBackend(respond, n_ctx=n_ctx, name=name, seed=seed, run=self._complete, n_params=n_params)
+        super().__init__(backend, cache)
 
     def _complete(self, messages: list[dict], schema: dict | None, max_tokens: int, temperature: float) -> Completion:
         """One model call; a test overrides it to make calls slow (tests/test_resume.py)."""
         return self.backend.answer(messages, schema, max_tokens, temperature)
+
+
+# A model of this size reads GraphRAG's whole context (SearchConfig.reader "auto" -> "large"): the
+# tests of that path's tables, grammar and reduce say so with `FakeLLM(..., n_params=LARGE)`.
+LARGE = 8_000_000_000
 
 
 class SlowLLM(FakeLLM):

@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from _fakes import FakeLLM
+from _fakes import LARGE, FakeLLM
 
 from bench.documents import write_csv, write_docx, write_eml, write_html, write_pdf
 from tiny_graphrag import load_index
@@ -64,8 +64,16 @@ def cite_babbage(messages, schema, max_tokens):
 
 @pytest.fixture(scope="module")
 def answers(corpus):
-    with QueryEngine(corpus / "idx", llm=FakeLLM(cite_babbage)) as qe:
-        yield {mode: getattr(qe, f"{mode}_search")(QUESTION) for mode in ("local", "naive")}
+    """Each mode's answer as a small reader gives it (the answer alone: its citation is attached)
+    and as a large one (the model cites the row it read)."""
+    out = {}
+    for reader, llm in (
+        ("small", FakeLLM(lambda *a: "Ada Lovelace")),
+        ("large", FakeLLM(cite_babbage, n_params=LARGE)),
+    ):
+        with QueryEngine(corpus / "idx", llm=llm) as qe:
+            out.update({(mode, reader): getattr(qe, f"{mode}_search")(QUESTION) for mode in ("local", "naive")})
+    return out
 
 
 def test_every_format_is_indexed(corpus):
@@ -76,14 +84,19 @@ def test_every_format_is_indexed(corpus):
     assert [u for u, _ in pdf.units] == ["p. 1", "p. 2", "p. 3"] and pdf.metadata["author"] == "Ann Analyst"
 
 
+@pytest.mark.parametrize("reader", ["small", "large"])
 @pytest.mark.parametrize("mode", ["local", "naive"])
-def test_the_answer_cites_the_right_page(answers, mode, capsys):
-    result = answers[mode]
+def test_the_answer_cites_the_right_page(answers, mode, reader, capsys):
+    result = answers[mode, reader]
+    assert result.details["reader"] == reader
     (sid,) = result.citations()["sources"]
     cited = next(c for c in result.sources.chunks if c.id == sid)
     assert cited.location == f"annual-report.pdf, p. 2, chars 0-{len(PAGES[1])}" and cited.text == PAGES[1]
     assert cited.metadata["author"] == "Ann Analyst"
-    assert f"{sid}|(annual-report.pdf, p. 2) Ada Lovelace" in result.context  # the model sees the page too
+    shown = (
+        "Annual report (p. 2): Ada Lovelace" if reader == "small" else f"{sid}|(annual-report.pdf, p. 2) Ada Lovelace"
+    )
+    assert shown in result.context  # the model sees the page too
     assert result.to_dict()["sources"]["chunks"][[c.id for c in result.sources.chunks].index(sid)]["location"] == (
         cited.location
     )
@@ -110,7 +123,7 @@ def test_view_and_export_say_the_page(corpus):
 
 
 def test_where_keeps_the_documents_with_that_metadata(corpus, capsys):
-    with QueryEngine(corpus / "idx", llm=FakeLLM(cite_babbage)) as qe:
+    with QueryEngine(corpus / "idx", llm=FakeLLM(lambda *a: "Ada Lovelace")) as qe:
         rows = qe.naive_search("Who worked for NASA?", only_context=True, where={"year": 1969}).sources.chunks
         assert [(c.location.split(",")[1], c.metadata["year"]) for c in rows] == [(" row 2", "1969")]
         kept = qe.local_search(QUESTION, where={"title": "Annual report"})

@@ -545,7 +545,7 @@ def test_document_text_reaches_the_terminal_with_its_control_characters_escaped(
         sid = re.search(r"^(\d+)\|", messages[-1]["content"], re.M)[1]
         return f"Ada [Data: Sources ({sid})]."
 
-    with QueryEngine(rows_index, llm=FakeLLM(cite_first), embedder=embedder) as qe:
+    with QueryEngine(rows_index, llm=FakeLLM(cite_first, n_params=8_000_000_000), embedder=embedder) as qe:
         _print_citations(qe.naive_search("Ada Lovelace"))
     cited = capsys.readouterr().out
     assert "\x1b" not in cited and r"\x1b[31mthe first" in cited

@@ -691,3 +691,42 @@ def test_a_grounded_context_counts_the_prompt_it_is_asked_with(graph_and_communi
     budget = prompt_tokens(report_messages(context.text), words)
     tight = build_report_context(leaf, g, sources, words, budget)
     assert tight is None or prompt_tokens(report_messages(tight.text, grounded=bool(tight.sources)), words) <= budget
+
+
+@pytest.mark.parametrize(
+    "title, expected",
+    [
+        ("Obama's health care reform", "Obama's health care reform"),  # names an entity: kept
+        ("Affordable Care Act,", "Affordable Care Act"),  # a stray comma trimmed
+        (",", "Barack Obama, Affordable Care Act and Congress"),
+        ("The Community", "Barack Obama, Affordable Care Act and Congress"),
+        ("skinny repeal,", "Barack Obama, Affordable Care Act and Congress"),
+        ("Netflix, in February 2021, Obama and", "Barack Obama, Affordable Care Act and Congress"),  # cut off
+        ("Obama's health care…", "Barack Obama, Affordable Care Act and Congress"),
+    ],
+)
+def test_a_title_that_names_no_entity_of_its_community_is_made_from_them(title, expected):
+    from tiny_graphrag.reports.generate import community_title
+
+    names = ["Barack Obama", "Affordable Care Act", "Congress", "Medicaid"]
+    assert community_title(title, names) == expected
+    assert community_title(title, []) == (title.strip(" ,;:.-") or title)
+
+
+def test_a_summary_cut_off_or_of_filler_is_the_first_sentence_its_community_quotes():
+    from tiny_graphrag.records import Finding
+    from tiny_graphrag.reports.generate import community_summary
+
+    names = ["Barack Obama", "Affordable Care Act"]
+    quote = "Obama signed the Affordable Care Act in 2010. It expanded coverage. [Data: Sources (7)]"
+    findings = [Finding("ACA", quote)]
+    good = "Obama's health care law, the Affordable Care Act, expanded coverage."
+    assert community_summary(good, names, findings) == good
+    for bad in (
+        "Obama is the leader of the United States and,",
+        "The community is highly important as it is a key entity.",
+    ):
+        assert (
+            community_summary(bad, names, findings)
+            == "Obama signed the Affordable Care Act in 2010. [Data: Sources (7)]"
+        )

@@ -8,7 +8,7 @@ import re
 import shutil
 
 import pytest
-from _fakes import FakeLLM
+from _fakes import LARGE, FakeLLM
 from test_search_fixtures import build_test_index, points_json
 
 from tiny_graphrag.citations import parse_citations, unresolved
@@ -65,7 +65,7 @@ def citing_responder(messages, schema, max_tokens):
 
 @pytest.fixture()
 def engine(index, embedder):
-    qe = QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder)
+    qe = QueryEngine(index, llm=FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=4096), embedder=embedder)
     yield qe
     qe.close()
 
@@ -149,7 +149,7 @@ def test_global_search_calls_are_map_chunks_plus_one(index, embedder):
     cfg = SearchConfig(
         global_=GlobalConfig(selection="level", map_chunk_tokens=120, relevance_weight=0.0, point_cutoff=0.0)
     )
-    llm = FakeLLM(citing_responder, n_ctx=4096)
+    llm = FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=4096)
     with QueryEngine(index, llm=llm, embedder=embedder, config=cfg) as qe:
         r = qe.global_search("What are the main themes?", level=1)
         n_chunks = r.details["map_chunks"]
@@ -187,7 +187,10 @@ def test_map_points_rank_by_the_report_they_came_from(index, embedder, grounded)
         return "Cambridge [Data: Reports (0)]."
 
     with QueryEngine(
-        index, llm=FakeLLM(responder, n_ctx=4096), embedder=embedder, config=SearchConfig(global_=cfg)
+        index,
+        llm=FakeLLM(n_params=LARGE, respond=responder, n_ctx=4096),
+        embedder=embedder,
+        config=SearchConfig(global_=cfg),
     ) as qe:
         ids.update(turing=_report_id(qe, "Turing", 0), eiffel=_report_id(qe, "The Eiffel", 0))
         r = qe.global_search("Where did Alan Turing study?", level=0)
@@ -222,7 +225,7 @@ def test_an_uncited_global_answer_cites_the_reports_of_its_points(index, embedde
             return points_json(*(pairs or [("nothing here", 0)]))
         return reduce_answer.replace("REPORT", str(ids["turing"]))
 
-    with QueryEngine(index, llm=FakeLLM(responder, n_ctx=4096), embedder=embedder) as qe:
+    with QueryEngine(index, llm=FakeLLM(n_params=LARGE, respond=responder, n_ctx=4096), embedder=embedder) as qe:
         ids.update(turing=_report_id(qe, "Turing", 0))
         r = qe.global_search("Where did Alan Turing study?", level=0)
     noted = any("cited no report" in n for n in r.notes)
@@ -251,7 +254,7 @@ def test_the_reduce_may_decline_only_under_graphrags_ranking(index, embedder, we
 
     with QueryEngine(
         index,
-        llm=FakeLLM(responder, n_ctx=4096),
+        llm=FakeLLM(n_params=LARGE, respond=responder, n_ctx=4096),
         embedder=embedder,
         config=SearchConfig(global_=GlobalConfig(relevance_weight=weight)),
     ) as qe:
@@ -267,7 +270,7 @@ def test_grounding_ranks_every_finding_of_the_mapped_reports_and_needs_no_report
     nearest the question reaches the reduce whatever the model chose; report vectors are not needed."""
     with QueryEngine(
         index,
-        llm=FakeLLM(citing_responder, n_ctx=4096),
+        llm=FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=4096),
         embedder=embedder,
         config=SearchConfig(global_=GlobalConfig(selection="level", map_chunk_tokens=120)),
     ) as qe:
@@ -283,7 +286,7 @@ def test_grounding_ranks_every_finding_of_the_mapped_reports_and_needs_no_report
 
 
 def test_global_level_way_maps_the_deepest_level_within_max_map_chunks(index, embedder):
-    llm = FakeLLM(citing_responder, n_ctx=4096)
+    llm = FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=4096)
     cfg = SearchConfig(global_=GlobalConfig(selection="level"))
     with QueryEngine(index, llm=llm, embedder=embedder, config=cfg) as qe:
         r = qe.global_search("What are the main themes?", only_context=True)
@@ -306,7 +309,7 @@ def test_global_invalid_map_json_degrades_to_score_zero(index, embedder, questio
 
     with QueryEngine(
         index,
-        llm=FakeLLM(broken),
+        llm=FakeLLM(n_params=LARGE, respond=broken),
         embedder=embedder,
         config=SearchConfig(global_=GlobalConfig(selection="level", relevance_weight=0.0, point_cutoff=0.0)),
     ) as qe:
@@ -316,7 +319,7 @@ def test_global_invalid_map_json_degrades_to_score_zero(index, embedder, questio
     assert r.answer == NO_DATA_ANSWER  # nothing helpful: said so, no reduce call
     assert r.llm_calls == r.details["map_chunks"]
     level_way = SearchConfig(global_=GlobalConfig(selection="level"))
-    with QueryEngine(index, llm=FakeLLM(broken), embedder=embedder, config=level_way) as qe:
+    with QueryEngine(index, llm=FakeLLM(n_params=LARGE, respond=broken), embedder=embedder, config=level_way) as qe:
         r = qe.global_search(question, level=0)
     assert (r.answer != NO_DATA_ANSWER) == answered and r.llm_calls == r.details["map_chunks"] + answered
     assert answered or any("no finding is near the question" in n for n in r.notes)
@@ -373,11 +376,11 @@ def test_empty_query_is_an_error(engine, mode, query):
 
 @pytest.mark.parametrize("mode", ["local", "global", "naive"])
 def test_query_longer_than_the_window_is_an_error(index, embedder, mode):
-    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=2500), embedder=embedder) as qe:
+    with QueryEngine(index, llm=FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=2500), embedder=embedder) as qe:
         getattr(qe, f"{mode}_search")("why " * 4)  # a short query fits
         with pytest.raises(InputError, match="the query is too long.*shorten the query"):
             getattr(qe, f"{mode}_search")("why " * 2500)
-    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=512), embedder=embedder) as qe:
+    with QueryEngine(index, llm=FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=512), embedder=embedder) as qe:
         if mode == "global":  # the map prompt alone does not fit 512 tokens
             with pytest.raises(InputError, match="n_ctx=512 is too small for any query"):
                 qe.global_search("why " * 4)
@@ -387,7 +390,9 @@ def test_query_longer_than_the_window_is_an_error(index, embedder, mode):
 def test_a_budget_the_window_cannot_hold_is_cut_with_a_note(index, embedder, mode):
     """A context budget larger than n_ctx leaves is scaled down, and the result says so."""
     config = SearchConfig(context_tokens=3000, global_=GlobalConfig(map_chunk_tokens=3000))
-    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=1024), embedder=embedder, config=config) as qe:
+    with QueryEngine(
+        index, llm=FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=1024), embedder=embedder, config=config
+    ) as qe:
         r = getattr(qe, f"{mode}_search")("Who worked with Charles Babbage?")
         cut = [n for n in r.notes if "was cut to" in n]
         assert cut and "below the 3000 configured" in cut[0] and "n_ctx=1024" in cut[0] and "--n-ctx" in cut[0]
@@ -397,7 +402,9 @@ def test_a_budget_the_window_cannot_hold_is_cut_with_a_note(index, embedder, mod
         assert budget == room
     # A budget that fits is taken as configured, without a note.
     config = SearchConfig(context_tokens=200, global_=GlobalConfig(map_chunk_tokens=200))
-    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder, config=config) as qe:
+    with QueryEngine(
+        index, llm=FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=4096), embedder=embedder, config=config
+    ) as qe:
         r = getattr(qe, f"{mode}_search")("Who worked with Charles Babbage?")
         assert not [n for n in r.notes if "was cut to" in n]
         assert (r.details["map_chunk_tokens"] if mode == "global" else r.details["budget"]) == 200
@@ -412,39 +419,39 @@ def test_level_and_config_of_the_wrong_type_name_the_type(engine, index, embedde
     with pytest.raises(InputError, match=r"level must be an int .*got '1'"):  # was: level '1' does not exist, [0, 1]
         engine.global_search("themes?", level="1")
     with pytest.raises(ConfigError, match=r"config must be a SearchConfig .*got the str 'fast'"):  # was AttributeError
-        QueryEngine(index, llm=FakeLLM(), embedder=embedder, config="fast")
+        QueryEngine(index, llm=FakeLLM(n_params=LARGE), embedder=embedder, config="fast")
 
 
 def test_evaluate_checks_that_global_search_can_run_before_writing_questions(tmp_path, embedder):
     from tiny_graphrag.evaluation.head_to_head import evaluate
 
     path = build_test_index(tmp_path / "noreports", embedder, with_reports=False)
-    judge = FakeLLM(lambda *a: pytest.fail("a question was asked for"))
-    with QueryEngine(path, llm=FakeLLM(), embedder=embedder) as qe:
+    judge = FakeLLM(n_params=LARGE, respond=lambda *a: pytest.fail("a question was asked for"))
+    with QueryEngine(path, llm=FakeLLM(n_params=LARGE), embedder=embedder) as qe:
         with pytest.raises(InputError, match="no community reports, which global search needs"):
             evaluate(qe, judge, questions=2, a="global", b="naive")
 
 
 def test_missing_incomplete_and_incompatible_indexes(tmp_path, index, embedder):
     with pytest.raises(IndexFormatError, match="no index"):
-        QueryEngine(tmp_path / "nope", llm=FakeLLM(), embedder=embedder)
+        QueryEngine(tmp_path / "nope", llm=FakeLLM(n_params=LARGE), embedder=embedder)
     partial = tmp_path / "partial"
     shutil.copytree(index, partial)
     (partial / "manifest.json").unlink()
     with pytest.raises(IndexFormatError, match="not a complete index"):
-        QueryEngine(partial, llm=FakeLLM(), embedder=embedder)
+        QueryEngine(partial, llm=FakeLLM(n_params=LARGE), embedder=embedder)
     old = tmp_path / "old"
     shutil.copytree(index, old)
     manifest = json.loads((old / "manifest.json").read_text())
     manifest["format_version"] = 0
     (old / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(IndexFormatError, match="format version"):
-        QueryEngine(old, llm=FakeLLM(), embedder=embedder)
+        QueryEngine(old, llm=FakeLLM(n_params=LARGE), embedder=embedder)
 
 
 def test_global_search_without_reports(tmp_path, embedder):
     path = build_test_index(tmp_path / "noreports", embedder, with_reports=False)
-    with QueryEngine(path, llm=FakeLLM(citing_responder), embedder=embedder) as qe:
+    with QueryEngine(path, llm=FakeLLM(n_params=LARGE, respond=citing_responder), embedder=embedder) as qe:
         with pytest.raises(InputError, match="no community reports"):
             qe.global_search("themes?")
         r = qe.local_search("Who is Grace Hopper?")  # local still works without reports
@@ -490,7 +497,7 @@ def _totals(r) -> Usage:
 
 def test_usage_per_category(index, embedder):
     cfg = SearchConfig(global_=GlobalConfig(selection="level", map_chunk_tokens=120))
-    llm = FakeLLM(citing_responder, n_ctx=4096)
+    llm = FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=4096)
     with QueryEngine(index, llm=llm, embedder=embedder, config=cfg) as qe:
         g = qe.global_search("What are the main themes?", level=1)
         assert set(g.usage) == {"map", "reduce"}
@@ -532,7 +539,9 @@ def test_streamed_usage_and_seconds(engine):
 def test_uncited_answer_cites_the_shown_chunk_that_holds_it(index, embedder, mode):
     from tiny_graphrag.search.answer import ATTRIBUTED_NOTE
 
-    with QueryEngine(index, llm=FakeLLM(lambda m, s, n: "Milton Keynes", n_ctx=4096), embedder=embedder) as qe:
+    with QueryEngine(
+        index, llm=FakeLLM(n_params=LARGE, respond=lambda m, s, n: "Milton Keynes", n_ctx=4096), embedder=embedder
+    ) as qe:
         r = getattr(qe, f"{mode}_search")("Where is Bletchley Park located?")
         _assert_citations_resolve(r, qe.store)
     assert r.answer.startswith("Milton Keynes [Data: Sources (")
@@ -543,7 +552,9 @@ def test_uncited_answer_cites_the_shown_chunk_that_holds_it(index, embedder, mod
 
 @pytest.mark.parametrize("said", ["The context does not say.", "Atlantis", "It is a long sentence about a park."])
 def test_no_citation_is_made_up(index, embedder, said):
-    with QueryEngine(index, llm=FakeLLM(lambda m, s, n: said, n_ctx=4096), embedder=embedder) as qe:
+    with QueryEngine(
+        index, llm=FakeLLM(n_params=LARGE, respond=lambda m, s, n: said, n_ctx=4096), embedder=embedder
+    ) as qe:
         r = qe.naive_search("Where is Bletchley Park located?")
     assert r.answer == said and not any(parse_citations(r.answer).values())
 
@@ -554,7 +565,7 @@ def test_ids_only_answer_is_noted(index, embedder):
     def ids_only(messages, schema, max_tokens):
         return f"[Data: Sources ({_first_ids(messages, 'Sources')[0]})]"
 
-    with QueryEngine(index, llm=FakeLLM(ids_only, n_ctx=4096), embedder=embedder) as qe:
+    with QueryEngine(index, llm=FakeLLM(n_params=LARGE, respond=ids_only, n_ctx=4096), embedder=embedder) as qe:
         r = qe.naive_search("Where is Bletchley Park located?")
     assert IDS_ONLY_NOTE in r.notes and parse_citations(r.answer)["sources"]
 
@@ -564,7 +575,7 @@ def test_ids_only_answer_is_noted(index, embedder):
 def test_the_answer_is_constrained_to_cite_only_shown_sources(index, embedder, mode, stream):
     """The answer call carries the grammar of prompts.answer_grammar for exactly the shown chunks
     (the model itself is scripted here; test_llm.py runs the grammar on a real model)."""
-    llm = FakeLLM(lambda m, s, n: "Milton Keynes", n_ctx=4096)
+    llm = FakeLLM(n_params=LARGE, respond=lambda m, s, n: "Milton Keynes", n_ctx=4096)
     with QueryEngine(index, llm=llm, embedder=embedder) as qe:
         r = getattr(qe, f"{mode}_search")("Where is Bletchley Park located?", stream=stream)
         r = r.result if stream else r
@@ -581,7 +592,9 @@ def test_the_answer_is_constrained_to_cite_only_shown_sources(index, embedder, m
     ],
 )
 def test_a_window_too_small_names_its_cause_in_python_too(index, embedder, n_ctx, query, cause, other):
-    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=n_ctx), embedder=embedder) as qe:
+    with QueryEngine(
+        index, llm=FakeLLM(n_params=LARGE, respond=citing_responder, n_ctx=n_ctx), embedder=embedder
+    ) as qe:
         with pytest.raises(InputError) as err:
             qe.naive_search(query)
     assert cause in str(err.value) and other not in str(err.value) and "raise --n-ctx" in str(err.value)

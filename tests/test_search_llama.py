@@ -6,6 +6,8 @@ JSON-constrained map answers parsed (or degraded to score 0), and citations that
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from test_search_fixtures import build_test_index
 
@@ -42,18 +44,26 @@ def _check(result, n_ctx: int = N_CTX):
     assert result.llm_calls + result.cache_hits >= 1
 
 
-def test_local_and_naive_with_llama_cpp(engine):
-    for search in (engine.local_search, engine.naive_search):
+@pytest.mark.parametrize("reader", ["auto", "large"])
+def test_local_and_naive_with_llama_cpp(engine, reader):
+    """ "auto" reads the model's size from llama.cpp: a 135M model is a small reader (evidence
+    sentences, one line of answer); "large" is GraphRAG's whole-context path."""
+    qe = engine.configured(dataclasses.replace(engine.config, reader=reader))
+    for search in (qe.local_search, qe.naive_search):
         r = search("Where did Alan Turing study?")
         _check(r)
+        assert r.details["reader"] == ("small" if reader == "auto" else "large")
         assert r.llm_calls + r.cache_hits == 1
         assert r.context_tokens <= r.details["budget"]
-        assert engine.llm.count_tokens(r.context) == r.context_tokens
+        assert qe.llm.count_tokens(r.context) == r.context_tokens
         assert r.prompt_tokens <= N_CTX
+        if reader == "auto":
+            assert "King's College" in r.context and "\n" not in r.answer.strip()
 
 
 def test_global_with_llama_cpp(engine):
-    r = engine.global_search("What are the main themes of these documents?", level=0)
+    large = engine.configured(dataclasses.replace(engine.config, reader="large"))
+    r = large.global_search("What are the main themes of these documents?", level=0)
     _check(r)
     n_map = r.details["map_chunks"]
     reduce_calls = 1 if r.details["points_in_reduce"] else 0

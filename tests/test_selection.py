@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from _fakes import FakeLLM
+from _fakes import LARGE, FakeLLM
 from test_search_engine import citing_responder
 from test_search_fixtures import build_test_index
 
@@ -183,7 +183,7 @@ def index(tmp_path_factory, embedder):
 
 
 def test_global_search_maps_only_the_selected_reports_by_default(index, embedder):
-    llm = FakeLLM(citing_responder, n_ctx=4096)
+    llm = FakeLLM(citing_responder, n_params=LARGE, n_ctx=4096)
     with QueryEngine(index, llm=llm, embedder=embedder) as qe:
         r = qe.global_search("Where did Alan Turing study and work?")
         level = qe.global_search("Where did Alan Turing study and work?", config=GlobalConfig(selection="level"))
@@ -215,7 +215,7 @@ def test_the_level_way_packs_its_reports_once_and_counts_its_own_batches(index, 
     monkeypatch.setattr(global_search, "pack_report_batches", counting)
     monkeypatch.setattr(report_index, "pack_report_batches", counting)
     config = GlobalConfig(selection="level", level=0)
-    with QueryEngine(index, llm=FakeLLM(citing_responder, n_ctx=4096), embedder=embedder) as qe:
+    with QueryEngine(index, llm=FakeLLM(citing_responder, n_params=LARGE, n_ctx=4096), embedder=embedder) as qe:
         r = qe.global_search("Where did Alan Turing study and work?", config=config)
         level0 = len(qe.index.globals.at_level(0))
     assert packs == [level0]  # the old code packed the level twice: once more for the count of map calls
@@ -224,7 +224,7 @@ def test_the_level_way_packs_its_reports_once_and_counts_its_own_batches(index, 
 
 
 def test_a_question_nothing_is_near_gets_no_model_call_and_names_the_closest_communities(index, embedder):
-    llm = FakeLLM(citing_responder)
+    llm = FakeLLM(citing_responder, n_params=LARGE)
     with QueryEngine(index, llm=llm, embedder=embedder) as qe:
         r = qe.global_search("What is the boiling point of mercury?")
     assert llm.calls == 0 and r.answer.startswith(NO_DATA_ANSWER)
@@ -234,23 +234,34 @@ def test_a_question_nothing_is_near_gets_no_model_call_and_names_the_closest_com
 
 
 def test_a_level_that_does_not_exist_lists_the_levels(index, embedder):
-    with QueryEngine(index, llm=FakeLLM(citing_responder), embedder=embedder) as qe:
+    with QueryEngine(index, llm=FakeLLM(citing_responder, n_params=LARGE), embedder=embedder) as qe:
         with pytest.raises(InputError, match=r"levels are \[0, 1\]"):
             qe.global_search("Turing?", level=7)
 
 
 def test_cli_selection_options_and_the_selection_shown(index, capsys):
-    main(["query", "global", "Where did Alan Turing study?", "--index", str(index), "--only-context"])
+    main(
+        [
+            "query",
+            "global",
+            "Where did Alan Turing study?",
+            "--index",
+            str(index),
+            "--only-context",
+            "--reader",
+            "large",
+        ]
+    )
     out = capsys.readouterr().out
     assert "----- selection -----" in out and "kept" in out and "not relevant" in out
     main(
         ["query", "global", "Where did Alan Turing study?", "--index", str(index), "--only-context", "--json"]
-        + ["--selection", "level", "--level", "1"]
+        + ["--selection", "level", "--level", "1", "--reader", "large"]
     )
     d = json.loads(capsys.readouterr().out)["details"]
     assert d["selection"] == "level" and d["level"] == 1 and "considered" not in d
     args = ["query", "global", "Turing?", "--index", str(index), "--only-context", "--json", "--map-calls", "1"]
-    main(args)
+    main([*args, "--reader", "large"])
     assert json.loads(capsys.readouterr().out)["details"]["map_chunks"] <= 1
     applied = global_config(
         GlobalConfig(), build_parser().parse_args([*args, "--selection", "level", "--over", "tree"])

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from _fakes import FakeLLM, KeywordExtractor
+from _fakes import LARGE, FakeLLM, KeywordExtractor
 
 from tiny_graphrag import QueryEngine, build_index
 from tiny_graphrag.config import BuildConfig, ChunkingConfig, TreeConfig
@@ -17,6 +17,7 @@ from tiny_graphrag.errors import InputError, MissingDependencyError
 from tiny_graphrag.index.cache import CallCache
 from tiny_graphrag.indexing.tree import summarize
 from tiny_graphrag.indexing.tree_cluster import cluster_layer
+from tiny_graphrag.search.config import SearchConfig
 
 CFG = TreeConfig(enabled=True)
 OBAMA = "../shared/data/corpora/barack_obama.txt"
@@ -129,7 +130,7 @@ def test_index_without_tree_names_the_build_option(tmp_path, embedder):
 def test_tree_search_sources_resolve_summaries_to_the_chunks_they_cover(tmp_path, embedder):
     text = open(OBAMA, encoding="utf-8").read()[:12000]
     result, llm = _build(tmp_path, embedder, [text], chunking=ChunkingConfig(max_tokens=64, overlap_tokens=0))
-    with QueryEngine(result.path, llm=llm, embedder=embedder) as qe:
+    with QueryEngine(result.path, llm=llm, embedder=embedder, config=SearchConfig(reader="large")) as qe:
         tree = qe.store.tree()
         assert tree and {n.layer for n in tree} >= {1}
         doc = qe.store.documents()[0].text
@@ -144,6 +145,10 @@ def test_tree_search_sources_resolve_summaries_to_the_chunks_they_cover(tmp_path
         collapsed = qe.tree_search("Where did Obama study law?", only_context=True)
         traversal = qe.tree_search("Where did Obama study law?", strategy="traversal", only_context=True)
         assert collapsed.details["ranking"][0][1] >= traversal.details["ranking"][0][1]  # collapsed sees all
+    with QueryEngine(result.path, llm=llm, embedder=embedder) as qe:  # a small reader: the chunks' best sentences
+        res = qe.tree_search("Where did Obama study law?", only_context=True)
+        assert res.details["reader"] == "small" and "Harvard" in res.context and res.sources.chunks
+        assert all(doc[c.start : c.end] == c.text for c in res.sources.chunks)
 
 
 def test_global_search_maps_the_tree_summaries_of_an_index_without_reports(tmp_path, embedder):
@@ -158,7 +163,7 @@ def test_global_search_maps_the_tree_summaries_of_an_index_without_reports(tmp_p
             return '{"points": [{"finding": "%s", "score": 70}]}' % fid
         return "He studied law at Harvard [Data: Reports (1)]."
 
-    reader = FakeLLM(respond)
+    reader = FakeLLM(respond, n_params=LARGE)
     with QueryEngine(result.path, llm=reader, embedder=embedder) as qe:
         nodes = qe.store.tree()
         top = max(n.layer for n in nodes)
@@ -200,7 +205,10 @@ def test_cli_global_over_the_tree(tmp_path, embedder, capsys):
     text = open(OBAMA, encoding="utf-8").read()[:6000]
     result, _ = _build(tmp_path, embedder, [text], chunking=ChunkingConfig(max_tokens=64, overlap_tokens=0))
     assert (
-        main(["query", "global", "What is it about?", "--index", str(result.path), "--over", "tree", "--only-context"])
+        main(
+            ["query", "global", "What is it about?", "--index", str(result.path), "--over", "tree", "--only-context"]
+            + ["--reader", "large"]
+        )
         == 0
     )
     assert "summary of" in capsys.readouterr().out  # the tree's summaries were mapped

@@ -13,6 +13,7 @@ from tiny_graphrag.citations import unresolved
 from tiny_graphrag.cli.commands import main
 from tiny_graphrag.config import LLMConfig
 from tiny_graphrag.search.engine import QueryEngine
+from tiny_graphrag.search.config import SearchConfig
 
 OBAMA = Path("../shared/data/corpora/barack_obama.txt")
 
@@ -63,8 +64,10 @@ def test_build_info_query_and_rebuild_from_cache(built, capsys, smollm_path):
         assert unresolved(res.answer, res.sources) == {}
         text = doc.read_text(encoding="utf-8")
         assert res.sources.chunks and all(text[c.start : c.end] == c.text for c in res.sources.chunks)
-        covered = {s for ids in res.details["summaries"].values() for s in ids}
-        assert covered <= {c.id for c in res.sources.chunks}  # every summary resolves to chunks shown
+        assert res.details["reader"] == "small" and res.details["evidence"]  # the reached chunks' best sentences
+        large = qe.configured(SearchConfig(reader="large")).tree_search("Where was Obama born?", only_context=True)
+        covered = {s for ids in large.details["summaries"].values() for s in ids}
+        assert covered and covered <= {c.id for c in large.sources.chunks}  # every summary resolves to chunks shown
         before = [(n.id, n.children, n.text) for n in tree]
 
     assert main(["query", "tree", "Where was Obama born?", "--index", str(out), "--strategy", "traversal"]) == 0

@@ -266,6 +266,11 @@ class LlamaCppLLM:
         """The loaded `llama_cpp.Llama`, for low-level use (benchmarks); calls on it skip the cache and lock."""
         return self._llama
 
+    @property
+    def n_params(self) -> int:
+        """The model's parameter count (the search's reader choice reads it)."""
+        return int(self._llama._model.n_params())
+
     def prompt_token_ids(self, messages: Messages, schema: JSON | None = None) -> list[int]:
         """The prompt exactly as the model would run it: chat template, merged system text, BOS."""
         with self._lock:

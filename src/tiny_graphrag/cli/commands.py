@@ -164,7 +164,7 @@ def _query(args) -> None:
         raise InputError("--where filters the text that local and naive search read; use one of those modes")
     if args.map_calls is not None and args.selection == "level":
         raise InputError("--map-calls limits dynamic selection, and --selection level maps every report: drop one")
-    config = SearchConfig(context_tokens=args.context_tokens)
+    config = SearchConfig(context_tokens=args.context_tokens, reader=args.reader or "auto")
     # The answer's own tokens plus the prompt's instructions must fit: below that, any query, even a
     # short one, would be refused as "too long" by the engine.
     if args.n_ctx is not None and args.n_ctx < config.answer_max_tokens + 128:

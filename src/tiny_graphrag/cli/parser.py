@@ -225,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["collapsed", "traversal"],
         help="tree search: rank every layer at once (collapsed, the default) or walk down from the top",
     )
+    q.add_argument(
+        "--reader",
+        choices=["auto", "small", "large"],
+        help="how the model reads: small (the best sentences, answer-only), large (GraphRAG's whole context "
+        "tables and map-reduce); default auto: small for a model under 4B parameters",
+    )
     q.add_argument("--show-context", action="store_true", help="print the context the model saw")
     q.add_argument("--only-context", action="store_true", help="build the context without calling the LLM")
     q.add_argument(

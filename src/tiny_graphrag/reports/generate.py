@@ -8,6 +8,7 @@ first so that parents can use their children's reports.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -15,7 +16,7 @@ import networkx as nx
 from tqdm.auto import tqdm
 
 from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, ContextWindowError
-from tiny_graphrag.citations import filter_citations, strip_citations
+from tiny_graphrag.citations import DATA_BLOCK, filter_citations, strip_citations
 from tiny_graphrag.indexing.chunking import split_sentences
 from tiny_graphrag.records import Community, Finding, Report
 from tiny_graphrag.reports.context import ReportContext, SourceText, build_report_context
@@ -57,6 +58,7 @@ def _to_report(community: Community, data: dict, context: ReportContext) -> Repo
     def cite(text: str) -> str:
         return filter_citations(text, citable)
 
+    names = [name for _, name, _ in context.entities]
     findings, quoted = [], set()
     for f in data["findings"]:
         if "explanation" in f:
@@ -67,12 +69,49 @@ def _to_report(community: Community, data: dict, context: ReportContext) -> Repo
     return Report(
         community_id=community.id,
         level=community.level,
-        title=strip_citations(data["title"]),
-        summary=cite(data["summary"]),
+        title=community_title(strip_citations(data["title"]), names),
+        summary=community_summary(cite(data["summary"]), names, findings),
         rating=data["rating"],
         rating_explanation=cite(data["rating_explanation"]),
         findings=tuple(findings),
     )
+
+
+# What a cut-off or empty line ends on; what a 0.5B model wrote when it had nothing to say.
+_DANGLING = re.compile(r"(?:…|\.\.\.|[,;:(-]|\b(?:and|or|the|a|an|of|in|on|to|for|with|by|at|is|are|was))$", re.I)
+_FILLER = re.compile(r"^\s*(?:the|this)\s+community\b", re.I)
+
+
+def meaningful(text: str, names: Sequence[str], *, sentence: bool) -> bool:
+    """A line a reader can use: it names one of the community's entities (`names`, most important
+    first), is not cut off (a `sentence` ends with . ! ? or a quote) and is not the model's filler
+    ("The community is highly important as ..."). A 0.5B model wrote titles like ",", "The
+    Community", "skinny repeal," and summaries cut mid-clause (bench/RESULTS.md)."""
+    text = strip_citations(text).strip()
+    words = set(re.findall(r"\w{3,}", text.lower()))
+    named = any(words & set(re.findall(r"\w{3,}", n.lower())) - {"the", "and"} for n in names[:8])
+    ended = text.endswith((".", "!", "?", '"', "”")) if sentence else not _DANGLING.search(text)
+    return bool(text) and named and ended and not _FILLER.match(text)
+
+
+def community_title(title: str, names: Sequence[str]) -> str:
+    """The model's title when meaningful, else its community's first three entities' names."""
+    cleaned = title.strip().rstrip(",;:").strip()
+    if not names or meaningful(cleaned, names, sentence=False):
+        return cleaned.strip(" ,;:.-") or title
+    top = list(dict.fromkeys(names))[:3]
+    return ", ".join(top[:-1]) + f" and {top[-1]}" if len(top) > 1 else top[0]
+
+
+def community_summary(summary: str, names: Sequence[str], findings: Sequence[Finding]) -> str:
+    """The model's summary when meaningful, else the first sentence its first finding quotes (the
+    community's own text, cited)."""
+    quoted = next((f.explanation for f in findings if meaningful(f.explanation, names, sentence=False)), "")
+    if not names or not quoted or meaningful(summary, names, sentence=True):
+        return summary
+    cite = DATA_BLOCK.search(quoted)
+    first = split_sentences(strip_citations(quoted))[0]
+    return strip_citations(quoted)[first[0] : first[1]] + (cite.group(0) if cite else "")
 
 
 def fallback_report(community: Community, context: ReportContext) -> Report:

@@ -16,9 +16,21 @@ from typing import Any
 
 from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM
 from tiny_graphrag.citations import check_citations, parse_citations, strip_citations
-from tiny_graphrag.errors import InputError
-from tiny_graphrag.search.context import BuiltContext
-from tiny_graphrag.search.prompts import NO_DATA_ANSWER, NOT_IN_CONTEXT, answer_grammar, answer_messages, prompt_tokens
+from tiny_graphrag.errors import InputError, listing
+from tiny_graphrag.search.config import EvidenceConfig
+from tiny_graphrag.search.context import BuiltContext, source_chunk
+from tiny_graphrag.search.evidence import Evidence
+from tiny_graphrag.search.prompts import (
+    NO_DATA_ANSWER,
+    NOT_IN_CONTEXT,
+    READER_GRAMMARS,
+    READER_MAX_TOKENS,
+    answer_grammar,
+    answer_messages,
+    prompt_tokens,
+    reader_messages,
+)
+from tiny_graphrag.search.reader import clean_answer, echoes_question, items_of, question_form, supporting
 from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult, Usage
 from tiny_graphrag.search.tokens import counter_for
 
@@ -42,6 +54,8 @@ UNCITED_REPORTS_NOTE = (
     "the model cited no report: the answer cites the reports of the key points it was given (most important first)"
 )
 IDS_ONLY_NOTE = "the model answered with citation ids only, no words: read the cited sources"
+NO_SENTENCE_ANSWER = "The context does not say: no sentence of the passages found bears on this question"
+ECHO_NOTE = "the answer only repeats what the question names: the passages found may not hold the answer"
 
 
 def _words(text: str) -> list[str]:
@@ -130,11 +144,14 @@ class SearchRun:
         llm: Callable[[], CachedLLM],
         documents: Callable[[Sources], Sources],
         where: Mapping[str, str] | None = None,
+        reader: str = "large",
+        evidence: EvidenceConfig | None = None,
     ) -> None:
         self.mode, self.query, self.counter = mode, query, counter_for(tokenizer)
         self.where = dict(where or {})  # metadata key=value: only text of documents that have them
         self.n_ctx, self.context_tokens, self.answer_tokens = n_ctx, context_tokens, answer_tokens
         self.only_context = only_context
+        self.reader, self.evidence = reader, evidence or EvidenceConfig()  # the small reader's settings
         self._llm, self._documents = llm, documents
         self.timer = Timer()
         self.notes: list[str] = []
@@ -163,7 +180,8 @@ class SearchRun:
             raise InputError(
                 f"{cause}: the {what} prompt without any data is already {fixed} tokens ({query} of them the "
                 f"query; {self.counter.name}), and with n_ctx={self.n_ctx} and {max_tokens} answer tokens only "
-                f"{max(room, 0)} tokens would be left for data. To fix: raise --n-ctx (LLMConfig.n_ctx in "
+                f"{max(room, 0)} tokens would be left for data, under the minimum of {MIN_CONTEXT_TOKENS}. To fix: "
+                f"raise --n-ctx (LLMConfig.n_ctx in "
                 f"Python){', or shorten the query' if long_query else ''}"
             )
         budgets = [int(b) for b in (self.context_tokens, wanted) if b]
@@ -180,8 +198,14 @@ class SearchRun:
 
     def answer_room(self, citations: str) -> int:
         """`room` in the answer prompt of a one-call search (naive, local, tree): the opening every
-        one of them shares, recorded in the details as its budget."""
-        room = self.room(answer_messages("", self.query, citations), self.answer_tokens, "answer")
+        one of them shares, recorded in the details as its budget. For a small reader, the room of
+        its evidence: `evidence.tokens` at most."""
+        if self.reader == "small":
+            form = question_form(self.query)
+            messages = reader_messages("", self.query, form)
+            room = self.room(messages, READER_MAX_TOKENS[form], "answer", wanted=self.evidence.tokens)
+        else:
+            room = self.room(answer_messages("", self.query, citations), self.answer_tokens, "answer")
         self.details["budget"] = room
         return room
 
@@ -243,16 +267,12 @@ class SearchRun:
         from."""
         if messages is None:
             self.notes.append("nothing relevant to the query was found, so no answer call was made")
-            res = self.result(built, context=context, answer=declined)
-            return StreamingResult(res, iter([res.answer]), lambda text, secs: res) if stream else res
+            return self.given(built, declined, stream=stream, context=context)
 
-        llm = self.llm
-        meter = CallMeter(llm)
-        n_prompt = prompt_tokens(messages, self.counter)
         shown = built.sources.citable()
         grammar = answer_grammar({kind: sorted(shown[kind.lower()]) for kind in cite}) if cite else None
 
-        def finish(text: str, n_completion: int, n_prompt_used: int) -> SearchResult:
+        def finish(text: str) -> tuple[str, dict[str, tuple[int, ...]]]:
             answer, invalid = check_citations(text.strip(), built.sources)
             if invalid:
                 log.info("removed citations of ids not in the context: %s", invalid)
@@ -267,19 +287,86 @@ class SearchRun:
                 elif reports and not says_not_in_context(answer):
                     answer = f"{answer} [Data: Reports ({', '.join(map(str, reports))})]"
                     self.notes.append(UNCITED_REPORTS_NOTE)
+            return answer, invalid
+
+        return self.call(
+            built, messages, grammar, max_tokens, finish, category=category, stream=stream, context=context
+        )
+
+    def given(
+        self, built: BuiltContext, answer: str, *, stream: bool, context: str | None = None
+    ) -> SearchResult | StreamingResult:
+        """A result whose answer needed no model call (streamed: in one piece)."""
+        res = self.result(built, context=context, answer=answer)
+        return StreamingResult(res, iter([res.answer]), lambda text, secs: res) if stream else res
+
+    def call(
+        self,
+        built: BuiltContext,
+        messages: list[dict],
+        grammar: str | None,
+        max_tokens: int,
+        finish: Callable[[str], tuple[str, dict[str, tuple[int, ...]]]],
+        *,
+        category: str = "answer",
+        stream: bool = False,
+        context: str | None = None,
+    ) -> SearchResult | StreamingResult:
+        """The model call (counted under `category`) whose text `finish` turns into the answer and
+        the citations it removed; streamed pieces are the raw text."""
+        llm = self.llm
+        meter = CallMeter(llm)
+        n_prompt = prompt_tokens(messages, self.counter)
+
+        def done(text: str, n_completion: int, n_prompt_used: int) -> SearchResult:
+            answer, invalid = finish(text)
             self.usage[category] = meter.usage(n_prompt_used, n_completion)
             return self.result(built, context=context, answer=answer, invalid=invalid)
 
         if not stream:
             with self.timer("answer"):
                 out = llm.complete(messages, grammar=grammar, max_tokens=max_tokens, temperature=0.0)
-            return finish(out.text, out.completion_tokens, out.prompt_tokens or n_prompt)
+            return done(out.text, out.completion_tokens, out.prompt_tokens or n_prompt)
 
         def streamed(text: str, seconds: float) -> SearchResult:
             self.timer.add("answer", seconds)
-            return finish(text, self.counter(text), n_prompt)
+            return done(text, self.counter(text), n_prompt)
 
         pending = self.result(built, context=context, total=False)
         return StreamingResult(
             pending, llm.stream(messages, grammar=grammar, max_tokens=max_tokens, temperature=0.0), streamed
         )
+
+    def answer_evidence(
+        self, evidence: Evidence, sid_of: Mapping[str, int], *, stream: bool, closest: Sequence[str] = ()
+    ) -> SearchResult | StreamingResult:
+        """The end of a one-call search for a small reader (reader.py): the evidence alone for
+        `only_context`; else one answer-only call over it, each answer (or list item) citing the
+        passages whose kept sentences hold it. When no sentence was kept, the no-data answer names
+        the `closest` passages' titles, without a call."""
+        shown = tuple(source_chunk(c, sid_of[c.id]) for c in evidence.chunks)
+        built = BuiltContext(evidence.text, Sources(chunks=shown), evidence.tokens, self.details.get("budget", 0))
+        self.details["evidence"] = [
+            {"source": sid_of[s.passage.chunk.id], "score": round(s.score, 4), "text": s.text} for s in evidence.kept
+        ]
+        if self.only_context:
+            return self.result(built)
+        if not evidence.kept:
+            near = f" (the closest passages: {listing(closest, 3)})" if closest else ""
+            return self.answer(built, None, max_tokens=0, stream=stream, declined=NO_SENTENCE_ANSWER + near)
+        form = question_form(self.query)
+        self.details["form"] = form
+        kept = evidence.kept
+
+        def finish(text: str) -> tuple[str, dict[str, tuple[int, ...]]]:
+            answer = clean_answer(text)
+            if echoes_question(answer, self.query):
+                self.notes.append(ECHO_NOTE)
+            cited = []
+            for item in items_of(answer, form):
+                ids = list(dict.fromkeys(sid_of[kept[i].passage.chunk.id] for i in supporting(item, kept, self.query)))
+                cited.append(f"{item} [Data: Sources ({', '.join(map(str, ids))})]" if ids else item)
+            return ("; ".join(cited) if form == "list" else cited[0]) if answer else answer, {}
+
+        messages = reader_messages(evidence.text, self.query, form)
+        return self.call(built, messages, READER_GRAMMARS[form], READER_MAX_TOKENS[form], finish, stream=stream)

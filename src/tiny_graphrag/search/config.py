@@ -109,7 +109,7 @@ class GlobalConfig(Checked):
     map_chunk_tokens: int = allowed(1500, ">= 1")  # report text per map call (GraphRAG: 8k; our windows are 4k)
     max_map_chunks: int = allowed(8, ">= 1")  # level choice: the deepest level within this many map calls
     map_max_tokens: int = allowed(200, ">= 1")  # output per map call: ids, scores of <= max_points findings
-    reduce_max_tokens: int = allowed(500, ">= 1")
+    reduce_max_tokens: int = allowed(700, ">= 1")
     max_points: int = allowed(5, ">= 1")  # key points per map answer (schema maxItems)
     shuffle_seed: int = 0  # GraphRAG shuffles reports before packing so no chunk is all one topic
     # What is mapped: "reports" (community reports), "tree" (the RAPTOR tree's summaries, the top
@@ -130,6 +130,10 @@ class GlobalConfig(Checked):
     # of mercury?") reached 0.04-0.08, whole-corpus ones ("What are the main themes?") 0.21-0.24
     # on the demo's article and A Christmas Carol (bench/RESULTS.md).
     min_similarity: float = allowed(0.15, "[-1, 1]")  # a cosine
+    # A small reader's answer (global_answer.py) quotes the sentences of the question's nearest
+    # `chunks` chunks nearest it, within reduce_max_tokens. Chosen on the tune half of
+    # bench/data/global_questions.json (bench/RESULTS.md).
+    chunks: int = allowed(15, ">= 1")
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,31 @@ class TreeSearchConfig(Checked):
     min_similarity: float = allowed(0.15, "[-1, 1]")  # a cosine
 
 
+# A model under this many parameters reads the small reader's evidence (SearchConfig.reader "auto"):
+# the offline 0.5B reader reached a quarter of its gold-passage F1 from whole contexts (bench/RESULTS.md).
+SMALL_READER_PARAMS = 4_000_000_000
+
+
+@dataclass(frozen=True)
+class EvidenceConfig(Checked):
+    """What a small reader is shown (search/evidence.py): the best sentences of the best `passages`
+    retrieved passages within `tokens`. Chosen on the tune halves of bench's multi-hop sets
+    (bench/RESULTS.md, "Answers a small reader gets right")."""
+
+    passages: int = allowed(4, ">= 1")  # retrieved passages whose sentences compete
+    tokens: int = allowed(400, ">= 64")  # the budget of the kept sentences (the reader's own tokens)
+    lexical_weight: float = allowed(0.3, ">= 0")  # x the share of the question's words a sentence holds
+    prior_weight: float = allowed(0.1, ">= 0")  # x the passage's place in the retrieval ranking (1 best .. 0)
+    second_hop: bool = True  # score again against the question joined with each of its best sentences
+    hops: int = allowed(3, ">= 1")  # how many of its best sentences each make a second-hop question
+    hop_weight: float = allowed(1.0, "[0, 1]")  # the second hop's score counts this much
+    hop_passages: int = allowed(5, ">= 0")  # passages the joined question may add (naive search)
+    min_share: float = allowed(0.5, "[0, 1]")  # sentences under this share of the best one's score are not kept
+    # no sentence scores this much: nothing found bears on the question (an unrelated sentence
+    # scores about its passage prior: a MiniLM cosine near 0.1 and no word of the question)
+    min_score: float = allowed(0.2, ">= 0")
+
+
 @dataclass(frozen=True)
 class SearchConfig(Checked):
     fusion: FusionConfig = field(default_factory=FusionConfig)
@@ -160,6 +189,12 @@ class SearchConfig(Checked):
     global_: GlobalConfig = field(default_factory=GlobalConfig)
     naive: NaiveConfig = field(default_factory=NaiveConfig)
     tree: TreeSearchConfig = field(default_factory=TreeSearchConfig)
+    evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
+    # How local, naive and tree search answer. "small": the best sentences within
+    # `evidence.tokens`, an answer-only call, citations attached by matching the answer to them
+    # (answers.py); "large": GraphRAG's context tables filling the window, the model writing the
+    # answer and its citations; "auto": "small" for a model under SMALL_READER_PARAMS parameters.
+    reader: str = allowed("auto", ("auto", "large", "small"))
     answer_max_tokens: int = allowed(500, ">= 1")  # the final answer's output tokens
     context_tokens: int | None = allowed(
         None, ">= 64 or None"

@@ -38,7 +38,14 @@ from tiny_graphrag.errors import ConfigError, InputError, ModelNotFoundError, li
 from tiny_graphrag.index.cache import CallCache
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.search.answer import SearchRun
-from tiny_graphrag.search.config import GlobalConfig, LocalConfig, NaiveConfig, SearchConfig, TreeSearchConfig
+from tiny_graphrag.search.config import (
+    SMALL_READER_PARAMS,
+    GlobalConfig,
+    LocalConfig,
+    NaiveConfig,
+    SearchConfig,
+    TreeSearchConfig,
+)
 from tiny_graphrag.search.global_search import map_plan, search_global
 from tiny_graphrag.search.index import SearchIndex
 from tiny_graphrag.search.local import search_local
@@ -228,12 +235,24 @@ class QueryEngine:
             llm=lambda: self.llm,
             documents=self.index.with_documents,
             where=where,
+            reader=self.reader(loaded),
+            evidence=self.config.evidence,
         )
+        run.details["reader"] = run.reader
         if where:
             run.details["where"] = where
             if not self.store.chunk_ids_where(where):
                 run.notes.append(f"no document has the metadata {where}: the context holds no text")
         return run
+
+    def reader(self, llm: LLM | None) -> str:
+        """SearchConfig.reader, "auto" decided by the model's size: "small" under
+        SMALL_READER_PARAMS parameters, or when the size is unknown (no model loaded, a backend
+        that does not say), as every model that installs offline is."""
+        if self.config.reader != "auto":
+            return self.config.reader
+        params = getattr(llm, "n_params", None)
+        return "large" if isinstance(params, int) and params >= SMALL_READER_PARAMS else "small"
 
     # ---- the modes ----------------------------------------------------------------------------
     def naive_search(

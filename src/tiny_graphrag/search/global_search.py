@@ -17,13 +17,15 @@
   `point_cutoff` of the best one's are dropped, and a query no finding is near
   (`min_similarity`) that the model scored 0 throughout gets no reduce.
 - Reduce: the rest, most important first, until the reduce budget is full; one more call
-  writes the answer citing reports. Calls = map chunks + 1.
+  writes the answer citing reports (calls = map chunks + 1).
+A small reader's global answer (global_answer.py) quotes the nearest themes' own sentences, with no call.
 
 Usage is counted per category: "map" (all map calls) and "reduce" (the answer call).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -51,6 +53,7 @@ from tiny_graphrag.search.context import (
     source_chunk,
     source_report,
 )
+from tiny_graphrag.search.global_answer import point_reports, search_themes
 from tiny_graphrag.search.grounding import Grounding, ground_points
 from tiny_graphrag.search.index import SearchIndex
 from tiny_graphrag.search.prompts import NO_DATA_ANSWER, map_messages, map_schema, reduce_messages
@@ -93,10 +96,9 @@ def _complete_points(text: str) -> list[Any] | None:
 
 
 def _json(text: str) -> Any:
-    try:
+    with contextlib.suppress(json.JSONDecodeError, TypeError):
         return json.loads(text)
-    except (json.JSONDecodeError, TypeError):
-        return None
+    return None
 
 
 def finding_point(report: int, text: str) -> str:
@@ -274,6 +276,8 @@ def rank_points(
 def search_global(
     index: SearchIndex, run: SearchRun, plan: tuple[GlobalIndex, int | None], config: GlobalConfig, *, stream: bool
 ) -> SearchResult | StreamingResult:
+    if run.reader == "small":  # the themes' own sentences, quoted (global_answer.py): no map or reduce call
+        return search_themes(index, run, plan, config, stream=stream)
     globals_ = plan[0]
     query, counter = run.query, run.counter
     chunk_tokens = run.room(map_messages("", query), config.map_max_tokens, "map", wanted=config.map_chunk_tokens)
@@ -387,13 +391,3 @@ def reduce_points(
         context=built.text + "\n\n=====Reduce=====\n" + reduce_text,
         given_reports=point_reports(kept, {r.id for r in built.sources.reports}),
     )
-
-
-def point_reports(kept: Sequence[KeyPoint], shown: set[int]) -> list[int]:
-    """The reports the reduce's points came from, in the points' order: the one a finding's point
-    quotes, else the mapped (`shown`) reports a written point cites."""
-    out: dict[int, None] = {}
-    for p in kept:
-        cited = [r for r in parse_citations(p.description)["reports"] if r in shown]
-        out.update(dict.fromkeys([p.report] if p.report is not None else cited))
-    return list(out)

@@ -133,6 +133,11 @@ class GraphIndex:
             len(chunk_of),
         )
 
+    def entities_in(self, chunk_id: str) -> list[str]:
+        """The keys of the entities a chunk mentions."""
+        row = self._chunk_pos.get(chunk_id)
+        return [] if row is None else [self.keys[i] for i in self.membership[row].indices]
+
     def __len__(self) -> int:
         return len(self.keys)
 

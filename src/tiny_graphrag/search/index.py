@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tiny_graphrag.backends.embed import document_title
 from tiny_graphrag.errors import IndexFormatError, InputError
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.records import Chunk, Document
@@ -131,6 +132,18 @@ class SearchIndex:
             except KeyError:
                 self._docs[doc_id] = Document(doc_id, "", "")
         return self._docs[doc_id]
+
+    def passages_for(self, query: str, vector: np.ndarray, where: Mapping[str, str] | None = None) -> list[Chunk]:
+        """The best chunks of the hybrid ranking for `query` (the small reader's second hop)."""
+        return self.store.chunks_by_id(self.hybrid.rank(query, vector, where=where).ids("fused")[:10])
+
+    def title_of(self, chunk: Chunk) -> str:
+        """What a reader is told a chunk is from: its document's title (metadata, else the file's
+        name) and the page, row or message it lies in ("annual report (p. 12)")."""
+        doc = self.document(chunk.doc_id)
+        name = doc.metadata.get("title") or document_title(doc.source)
+        unit = doc.unit_at(chunk.start, chunk.end)
+        return f"{name} ({unit[0]})" if name and unit else name or (unit[0] if unit else "")
 
     def places(self, chunks: Sequence[Chunk]) -> dict[str, str]:
         """chunk id -> "report.pdf, p. 12" for chunks of documents with pages, rows or messages: the

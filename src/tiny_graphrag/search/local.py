@@ -31,6 +31,7 @@ from tiny_graphrag.search.config import FusionConfig, LocalConfig
 from tiny_graphrag.search.context import BuiltContext, build_local_context, nested_sources
 from tiny_graphrag.search.index import SearchIndex
 from tiny_graphrag.search.local_retriever import LocalCandidates
+from tiny_graphrag.search.passages import answer_from_passages
 from tiny_graphrag.search.prompts import LOCAL_CITATIONS
 from tiny_graphrag.search.result import SearchResult, StreamingResult
 
@@ -39,11 +40,8 @@ def search_local(
     index: SearchIndex, run: SearchRun, config: LocalConfig, fusion: FusionConfig, *, stream: bool
 ) -> SearchResult | StreamingResult:
     cand = index.local.retrieve(run.query, None, config, fusion, where=run.where, timer=run.timer)
-    built = local_context(index, run, cand, config)
     nodes = index.graph.nodes
     run.details.update(
-        budgets=dict(built.details.get("budgets", {})),
-        section_tokens=dict(built.section_tokens),
         linked_entities=[
             {
                 "key": e.key,
@@ -56,7 +54,26 @@ def search_local(
             for e in cand.linked
         ],
     )
+    if run.reader == "small":
+        run.answer_room(LOCAL_CITATIONS)
+        chunks = index.store.chunks_by_id(candidate_chunks(index, run, cand, config)[: run.evidence.passages])
+        return answer_from_passages(index, run, chunks, index.embed_query(run.query), stream=stream)
+    built = local_context(index, run, cand, config)
+    run.details.update(budgets=dict(built.details.get("budgets", {})), section_tokens=dict(built.section_tokens))
     return run.answer_context(built, LOCAL_CITATIONS, stream=stream, cite=("Sources",))
+
+
+def candidate_chunks(index: SearchIndex, run: SearchRun, cand: LocalCandidates, config: LocalConfig) -> list[str]:
+    """The candidates' chunk ids, best first (of the documents `run.where` keeps); none when
+    nothing linked and the text ranking says nothing is relevant."""
+    if not cand.linked:
+        run.notes.append("no entity in the graph matched the query: the context holds text chunks only")
+    relevant = bool(cand.linked) or cand.hybrid.relevant(config.text_min_similarity)
+    chunk_ids = [c for c, _ in cand.chunks[:50]] if relevant else []
+    if run.where:  # the graph's chunks too: only of the documents kept
+        allowed = index.store.chunk_ids_where(run.where)
+        chunk_ids = [c for c in chunk_ids if c in allowed]
+    return chunk_ids
 
 
 def local_context(index: SearchIndex, run: SearchRun, cand: LocalCandidates, config: LocalConfig) -> BuiltContext:
@@ -64,13 +81,7 @@ def local_context(index: SearchIndex, run: SearchRun, cand: LocalCandidates, con
     keeps), packed into the answer prompt's room, with what the shown reports cite."""
     room = run.answer_room(LOCAL_CITATIONS)
     with run.timer("context"):
-        if not cand.linked:
-            run.notes.append("no entity in the graph matched the query: the context holds text chunks only")
-        relevant = bool(cand.linked) or cand.hybrid.relevant(config.text_min_similarity)
-        chunk_ids = [c for c, _ in cand.chunks[:50]] if relevant else []
-        if run.where:  # the graph's chunks too: only of the documents kept
-            allowed = index.store.chunk_ids_where(run.where)
-            chunk_ids = [c for c in chunk_ids if c in allowed]
+        chunk_ids = candidate_chunks(index, run, cand, config)
         reports = [
             (index.globals.id_of[c], index.reports_by_community[c])
             for c in cand.communities

@@ -39,6 +39,33 @@ Question: {query}
 Answer:"""
 )
 
+# The small reader's prompt (answers.py: reader="small"): the evidence, the question, and what to
+# reply with, nothing else; no citations and no refusal phrase are asked of it (reader.py attaches
+# the first; retrieval thresholds decide the second).
+READER_SYSTEM = (
+    "You answer questions from the passages you are given. You reply with the answer only, never a sentence."
+)
+READER_USER = """{context}
+
+Question: {query}
+Reply with {form}.
+Answer:"""
+READER_FORMS = {
+    "factoid": "the answer only: a name, a place, a date, a number or a few words from the passages",
+    "list": "a short list of the answers from the passages, separated by semicolons",
+    "yesno": "yes or no",
+}
+READER_MAX_TOKENS = {"factoid": 32, "list": 120, "yesno": 2}
+# The answer's shape, enforced while it is decoded (llama.cpp's GBNF): one line of at most 10 words
+# (a 0.5B reader asked for "a few words" still wrote sentences restating the question), a list,
+# or yes/no. "[" never: it would start an id, which the reader is not asked for.
+READER_GRAMMARS = {
+    "factoid": 'root ::= word (" " word){0,9}\nword ::= [^ \\t\\n\\[]+\n',
+    "list": "root ::= [^\\[ \\t\\n] [^\\[\\n]*\n",
+    "yesno": 'root ::= "yes" | "no"\n',
+}
+
+
 NAIVE_CITATIONS = "[Data: Sources (ids)]"
 # Local search asks for the same form: naming all four id kinds made the 0.5B reader answer with
 # ids alone (bench/RESULTS.md). Ids of the other tables a model cites anyway still resolve.
@@ -147,6 +174,10 @@ def _chat(system: str, template: str, **values: str) -> list[dict]:
 
 def answer_messages(context: str, query: str, citations: str) -> list[dict]:
     return _chat(ANSWER_SYSTEM, ANSWER_USER, context=context, query=query, citations=citations)
+
+
+def reader_messages(context: str, query: str, form: str) -> list[dict]:
+    return _chat(READER_SYSTEM, READER_USER, context=context, query=query, form=READER_FORMS[form])
 
 
 def map_messages(context: str, query: str) -> list[dict]:

@@ -17,6 +17,7 @@ from tiny_graphrag.search.answer import SearchRun
 from tiny_graphrag.search.config import TreeSearchConfig
 from tiny_graphrag.search.context import REPORT_HEADER, SOURCE_HEADER, BuiltContext, join_sections, source_chunk
 from tiny_graphrag.search.index import SearchIndex
+from tiny_graphrag.search.passages import answer_from_passages
 from tiny_graphrag.search.report_index import TreeIndex
 from tiny_graphrag.search.result import SearchResult, SourceReport, Sources, StreamingResult
 from tiny_graphrag.search.vectors import VectorIndex
@@ -115,10 +116,15 @@ def search_tree(
         qvec = index.embed_query(run.query)
     with run.timer("retrieve"):
         ranked = rank_nodes(tree, index.chunk_vectors, qvec, config)
-    with run.timer("context"):
-        relevant = bool(ranked) and ranked[0][1] >= config.min_similarity
-        built = build_tree_context(index, tree, ranked if relevant else [], room, run.counter)
-    run.details.update(budget=room, strategy=config.strategy, ranking=ranked[:10], **built.details)
+    relevant = bool(ranked) and ranked[0][1] >= config.min_similarity
     if not tree.nodes:
         run.notes.append("the index's tree has no summaries (too few chunks): tree search ranked the chunks alone")
+    if run.reader == "small":  # the chunks the ranked nodes reach, in rank order (a summary: those it covers)
+        reached = dict.fromkeys(c for n, _ in ranked for c in (tree.nodes[n].chunks if n in tree.nodes else [n]))
+        run.details.update(strategy=config.strategy, ranking=ranked[:10])
+        chunks = index.store.chunks_by_id(list(reached)[: run.evidence.passages]) if relevant else []
+        return answer_from_passages(index, run, chunks, qvec, stream=stream)
+    with run.timer("context"):
+        built = build_tree_context(index, tree, ranked if relevant else [], room, run.counter)
+    run.details.update(budget=room, strategy=config.strategy, ranking=ranked[:10], **built.details)
     return run.answer_context(built, TREE_CITATIONS, stream=stream, cite=("Sources", "Reports"))

@@ -1,0 +1,121 @@
+"""Global answers for a small reader: the text's own sentences nearest the question, by theme, each cited.
+
+GraphRAG's map-reduce has a model read community reports and write the answer. With a 0.5B model
+both steps lose what matters: its reports carry few of the facts a reader of the text would name
+(a fifth of the key facts of bench/data/global_questions.json were anywhere in the reports), and
+its reduce kept an eighth of those (1.2% of the key facts reached the answer; the demo's themes
+answer repeated one fact twice: bench/RESULTS.md). LazyGraphRAG defers summarising to query time;
+with a small reader nothing is summarised:
+
+1. The `GlobalConfig.chunks` chunks nearest the question, and their sentences nearest it, best
+   first, while the answer's `GlobalConfig.reduce_max_tokens` hold (on the tune questions, capping
+   sentences per community or diversifying them by embedding kept fewer key facts).
+2. Each sentence under its theme: the top-level community that holds most of the entities its
+   chunk mentions, by its report's title (a RAPTOR tree's top summary covering the chunk).
+3. The answer: "- Title: sentence [Data: Sources (id)]", themes in order of their best sentence.
+   No model call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from tiny_graphrag.citations import parse_citations
+from tiny_graphrag.records import Chunk
+from tiny_graphrag.search.answer import SearchRun
+from tiny_graphrag.search.config import GlobalConfig
+from tiny_graphrag.search.context import BuiltContext, KeyPoint, source_chunk, source_report
+from tiny_graphrag.search.evidence import passage_of, sentences_of
+from tiny_graphrag.search.index import SearchIndex
+from tiny_graphrag.search.prompts import NO_DATA_ANSWER
+from tiny_graphrag.search.report_index import GlobalIndex
+from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult
+
+Quote = tuple[Chunk, str, float]  # a sentence, the chunk it is from, its query cosine
+MIN_WORDS = 4
+NAMED = 3  # an entity the sentence itself names counts this many times one its chunk only mentions
+
+
+def search_themes(
+    index: SearchIndex, run: SearchRun, plan: tuple[GlobalIndex, int | None], config: GlobalConfig, *, stream: bool
+) -> SearchResult | StreamingResult:
+    globals_ = plan[0]
+    with run.timer("context"):
+        qvec = index.embed_query(run.query)
+        near = index.chunk_vectors.search(qvec, config.chunks)
+        quotes = nearest_sentences(index, index.store.chunks_by_id([c for c, _ in near]), qvec)
+        kept = [q for q in quotes if q[2] >= config.min_similarity]
+        picked, tokens = [], 0
+        for q in kept:  # best first, while the answer's budget holds
+            cost = run.counter(q[1]) + 12  # the theme's title and the citation
+            if tokens + cost <= config.reduce_max_tokens:
+                picked.append(q)
+                tokens += cost
+        themes = [theme_of(index, globals_, chunk, text) for chunk, text, _ in picked]
+    groups: dict[int | None, list[Quote]] = {}
+    for q, theme in zip(picked, themes):
+        groups.setdefault(theme, []).append(q)
+    lines = []
+    for rid, group in groups.items():
+        title = f"{globals_.reports[rid].title}: " if rid is not None else ""
+        for i, (chunk, text, _) in enumerate(group):
+            cite = f"{text} [Data: Sources ({index.sid_of[chunk.id]})]"
+            lines.append(f"- {title}{cite}" if i == 0 else f"  {cite}")
+    sources = Sources(
+        chunks=tuple(source_chunk(c, index.sid_of[c.id]) for c in {c.id: c for c, _, _ in picked}.values()),
+        reports=tuple(source_report(rid, globals_.reports[rid]) for rid in groups if rid is not None),
+    )
+    context = "\n".join(f"{score:.2f} [{index.sid_of[c.id]}] {text}" for c, text, score in quotes[:40])
+    run.details.update(chunks=[index.sid_of[c] for c, _ in near], quoted=len(picked))
+    built = BuiltContext(context, sources, run.counter(context), config.reduce_max_tokens)
+    if run.only_context:
+        return run.result(built)
+    if not lines:
+        run.notes.append(f"no sentence is near the question (GlobalConfig.min_similarity={config.min_similarity})")
+        return run.given(built, NO_DATA_ANSWER, stream=stream)
+    return run.given(built, "\n".join(lines), stream=stream)
+
+
+def nearest_sentences(index: SearchIndex, chunks: Sequence[Chunk], qvec: np.ndarray) -> list[Quote]:
+    """Every sentence of `chunks` (once), nearest the question first."""
+    found: dict[str, Chunk] = {}
+    for chunk in chunks:
+        for s, e in sentences_of(passage_of(chunk, "")):
+            text = " ".join(chunk.text[s:e].split())
+            if len(text.split()) >= MIN_WORDS:  # not a heading ("Presidential campaigns", "2008")
+                found.setdefault(text, chunk)
+    if not found:
+        return []
+    texts = list(found)
+    sims = np.asarray(index.embed_texts(texts), dtype=np.float32) @ np.asarray(qvec, dtype=np.float32)
+    return sorted(((found[t], t, float(x)) for t, x in zip(texts, sims)), key=lambda q: -q[2])
+
+
+def theme_of(index: SearchIndex, globals_: GlobalIndex, chunk: Chunk, sentence: str) -> int | None:
+    """The report id of a sentence's theme: the top-level summary covering its chunk, or the
+    top-level community holding most of the entities its chunk mentions, each counted by how few
+    chunks mention it, NAMED times for one the sentence names; None when no reported community holds any."""
+    top = globals_.levels[0] if globals_.levels else 0
+    reported = {r.community_id: rid for rid, r in globals_.at_level(top)}
+    if globals_.covers is not None:
+        return next((rid for cid, rid in reported.items() if chunk.id in globals_.covers[cid]), None)
+    community = {n: c for c in index.communities if c.level == top and c.id in reported for n in c.nodes}
+    keys = [n for n in index.graph_index.entities_in(chunk.id) if n in community]
+    votes: Counter[str] = Counter()
+    for n in keys:  # a name in most chunks ("Obama") says little about which theme this is
+        named = str(index.graph.nodes[n].get("name", n)).lower() in sentence.lower()
+        votes[community[n].id] += (NAMED if named else 1) / index.graph_index.chunk_count[index.graph_index.pos[n]]
+    return reported[votes.most_common(1)[0][0]] if votes else None
+
+
+def point_reports(kept: Sequence[KeyPoint], shown: set[int]) -> list[int]:
+    """The reports the reduce's points came from, in the points' order: the one a finding's point
+    quotes, else the mapped (`shown`) reports a written point cites."""
+    out: dict[int, None] = {}
+    for p in kept:
+        cited = [r for r in parse_citations(p.description)["reports"] if r in shown]
+        out.update(dict.fromkeys([p.report] if p.report is not None else cited))
+    return list(out)

@@ -1,0 +1,97 @@
+"""A small reader's answer: the form the question asks for, and the citations attached afterwards.
+
+A 0.5B model asked for an answer, its citations and a refusal phrase at once, inside a one-line
+grammar, answered in sentences that restate the question and cited ids as answers (bench/RESULTS.md).
+It is asked for the answer alone, in the form the question asks for (a few words, or a short list
+for "which/what are ..."), and the answer is then matched to the evidence it was shown: each answer
+(or list item) cites the passages whose kept sentences contain it, else those sharing most of its
+words. "Not in the data" is decided before the call, by retrieval thresholds and the selection.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from tiny_graphrag.search.evidence import Sentence, content_words
+
+# "What are the main themes?", "Who were ...", "Name the ...", "List ...": several answers.
+_LIST = re.compile(r"^\s*(?:(?:what|which|who)\s+(?:are|were)\b|(?:list|name|enumerate)\b)", re.IGNORECASE)
+# "Which countries ...", "What people ...": a plural noun after the question word (not "What does ...").
+_PLURAL = re.compile(r"^\s*(?:what|which)\s+(?:(?:two|three|four|five|\d+)\s+)?(\w+)\b", re.IGNORECASE)
+_NOT_PLURAL = {"is", "was", "has", "does", "its", "this", "his", "hers", "us", "series", "species", "news"}
+_PLURALS = {"people", "men", "women", "children", "members"}
+_YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.IGNORECASE)
+_NORMALIZE = re.compile(r"\b(a|an|the)\b|[^\w\s]", re.UNICODE)
+MAX_CITED = 2  # passages cited per answer or list item
+YES_NO = {"yes", "no"}
+
+
+def question_form(query: str) -> str:
+    """ "yesno" for a question a yes or no answers ("Are X and Y both ...?", not "Is X or Y older?"),
+    "list" when it asks for several things, else "factoid"."""
+    if _YES_NO.search(query) and not re.search(r"\bor\b", query, re.IGNORECASE):
+        return "yesno"
+    if _LIST.search(query):
+        return "list"
+    m = _PLURAL.search(query)
+    word = m.group(1).lower() if m else ""
+    plural = word in _PLURALS or (word.endswith("s") and not word.endswith(("ss", "us")) and word not in _NOT_PLURAL)
+    return "list" if plural else "factoid"
+
+
+def tokens(text: str) -> list[str]:
+    """SQuAD's normalization: lowercase, no punctuation or articles; as words."""
+    return _NORMALIZE.sub(" ", text.lower()).split()
+
+
+def clean_answer(text: str) -> str:
+    """The answer's first line, without a leading "Answer:" or a closing full stop."""
+    first = (text.strip().splitlines() or [""])[0].strip()
+    first = re.sub(r"^(?:final\s+)?answer\s*:\s*", "", first, flags=re.IGNORECASE).strip()
+    return first[:-1].rstrip() if first.endswith(".") and not first.endswith("..") else first
+
+
+def items_of(answer: str, form: str) -> list[str]:
+    """The answer's parts to cite one by one: a list's items (split on ";" or a line's commas), else the answer."""
+    if form != "list":
+        return [answer]
+    parts = [p.strip(" -*•\t") for p in re.split(r";|\n", answer)]
+    if len(parts) == 1:
+        parts = [p.strip() for p in re.split(r",\s*(?:and\s+)?|\s+and\s+", answer)]
+    return [p for p in parts if p]
+
+
+def supporting(item: str, kept: Sequence[Sentence], query: str) -> list[int]:
+    """Indexes into `kept` of the sentences that support `item`: those containing its words in
+    sequence, else those holding most of them (half at least); for yes/no, the best sentences for
+    the question. Best-scored first, at most MAX_CITED passages."""
+    want = tokens(item)
+    if not want:
+        return []
+    needle = f" {' '.join(want)} "
+    hits = [i for i, s in enumerate(kept) if needle in f" {' '.join(tokens(s.passage.title + ' ' + s.text))} "]
+    if not hits and want[0] not in YES_NO:
+        need = set(want) - {"and", "of", "in"}
+        overlap = [(len(need & set(tokens(s.passage.title + " " + s.text))), i) for i, s in enumerate(kept)]
+        best = max((o for o, _ in overlap), default=0)
+        hits = [i for o, i in overlap if o == best and 2 * o >= len(need) and o > 0]
+    if not hits and want[0] in YES_NO:
+        hits = list(range(len(kept)))
+    chosen: list[int] = []
+    passages: set[str] = set()
+    for i in sorted(hits, key=lambda i: -kept[i].score):
+        if kept[i].passage.chunk.id not in passages and len(passages) < MAX_CITED:
+            passages.add(kept[i].passage.chunk.id)
+            chosen.append(i)
+    return chosen
+
+
+def echoes_question(answer: str, query: str) -> bool:
+    """The answer names nothing the question does not: it restates its subject ("Van Hook
+    Township" for the county seat of where Van Hook Township is). Yes/no and either-or answers
+    (the question names both choices) are not echoes."""
+    words = content_words(answer)
+    if not words or words <= YES_NO or re.search(r"\bor\b", query, re.IGNORECASE):
+        return False
+    return words <= content_words(query)
