@@ -12,8 +12,8 @@ import pytest
 from tiny_graphrag.citations import unresolved
 from tiny_graphrag.cli.commands import main
 from tiny_graphrag.config import LLMConfig
-from tiny_graphrag.search.engine import QueryEngine
 from tiny_graphrag.search.config import SearchConfig
+from tiny_graphrag.search.engine import QueryEngine
 
 OBAMA = Path("../shared/data/corpora/barack_obama.txt")
 
