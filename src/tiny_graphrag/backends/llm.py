@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import logging
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
@@ -30,8 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 Messages = list[dict[str, str]]  # [{"role": "system" | "user" | "assistant", "content": text}, ...]
 JSON = dict[str, Any]  # a JSON object: here a JSON schema
-
-log = logging.getLogger(__name__)
 
 
 # Room for the chat template's own tokens (role markers, BOS, a date header in Llama 3), which

@@ -18,7 +18,6 @@ from tiny_graphrag.errors import ConfigError, InputError, OutputError, TinyGraph
 from tiny_graphrag.outputs.info import index_info
 from tiny_graphrag.search.config import GlobalConfig
 
-log = logging.getLogger("tiny_graphrag")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # what `shown` escapes
 
 

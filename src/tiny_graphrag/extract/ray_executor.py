@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiny_graphrag.backends.embed import TextEmbedder
     from tiny_graphrag.extract.base import Extractor
 
-log = logging.getLogger(__name__)
 
 _CHUNK_FIELDS = [f.name for f in dataclasses.fields(Chunk)]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
@@ -18,8 +17,6 @@ from tiny_graphrag.finetune.score import Evaluator
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
-
-log = logging.getLogger(__name__)
 
 
 def load_base(

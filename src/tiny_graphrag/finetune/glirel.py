@@ -24,7 +24,6 @@ from tiny_graphrag.finetune.score import Evaluator
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-log = logging.getLogger(__name__)
 
 # Field values follow the published glirel-large-v0 training config (as tests/devmodels.py does),
 # except those the recipe passes.

@@ -81,11 +81,10 @@ def entity_items(ex: Example) -> set[tuple[int, int, str]]:
 
 
 def relation_items(ex: Example) -> set[tuple[int, int, int, int, str]]:
-    items = set()
-    for r in ex.relations:
-        h, t = ex.entities[r.head], ex.entities[r.tail]
-        items.add((h.first, h.last, t.first, t.last, r.label))
-    return items
+    ents = ex.entities
+    return {
+        (ents[r.head].first, ents[r.head].last, ents[r.tail].first, ents[r.tail].last, r.label) for r in ex.relations
+    }
 
 
 def score_entities(predicted: Sequence[Example], gold: Sequence[Example]) -> Score:

@@ -164,18 +164,12 @@ def export_splits(folder: Path, data: dict[str, list[Example]]) -> None:
 
 # ---- training ---------------------------------------------------------------------------
 def _settings(part: dict[str, Any], progress: bool) -> TrainSettings:
+    names = ("max_steps", "batch_size", "lr", "head_lr", "freeze_layers", "max_words", "eval_every", "seed")
     return TrainSettings(
         epochs=1000.0,  # max_steps decides
-        max_steps=part["max_steps"],
-        batch_size=part["batch_size"],
-        lr=part["lr"],
-        head_lr=part["head_lr"],
-        freeze_layers=part["freeze_layers"],
-        max_words=part["max_words"],
-        eval_every=part["eval_every"],
         threshold=part.get("eval_threshold", 0.5),
-        seed=part["seed"],
         progress=progress,
+        **{name: part[name] for name in names},
     )
 
 
