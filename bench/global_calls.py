@@ -12,8 +12,10 @@ reduce prompt's size limit is reported.
 
 Indexes: (a) the whole Obama article with stand-in reports (bench.standin; every community has
 one), (b) when the `llm` section ran, an Obama slice whose reports Gemma wrote. "Ours" per level
-is `GlobalConfig(selection="level")` (every report of the level); "dynamic" is the library's
-default (search/selection.py): its map calls and prompt tokens against the level way and the seed.
+is `EVERY_REPORT`: the selection made to keep every report in reach, the deepest reports down to
+the level (it stands in for the level way, removed from the library, which mapped only that level's
+reports); "dynamic" is the library's default (search/selection.py): its map calls and prompt
+tokens against that and the seed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ SEED_SYSTEM = (
     "\nAnswer the query based only on the provided community summary. If the summary doesn't contain "
     "relevant information, say 'No relevant information found.'\n"
 )
+# Dynamic selection with nothing left out: no cutoff, no budget, every question near enough.
+EVERY_REPORT = {"dynamic_cutoff": 0.0, "dynamic_share": 1.0, "dynamic_map_calls": 10_000, "min_similarity": -1.0}
 SEED_COMBINE = "\nCombine the provided answers into a single coherent response that fully addresses the query.\n"
 
 QUERIES = [
@@ -69,7 +73,8 @@ def measure_index(path: Path, llm, queries: list[str]) -> dict[str, Any]:
     from tiny_graphrag.search.engine import QueryEngine
     from tiny_graphrag.search.prompts import map_messages, reduce_messages
 
-    level_way = SearchConfig(global_=GlobalConfig(selection="level"))
+    # the large reader's path, map-reduce (a small reader quotes sentences without a call)
+    level_way = SearchConfig(global_=GlobalConfig(**EVERY_REPORT), reader="large")
     qe = QueryEngine(path, llm=llm, config=level_way)
     levels = qe.index.globals.levels
     report_tokens = [llm.count_tokens(r.text()) for r in qe.index.globals.reports]

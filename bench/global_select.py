@@ -19,7 +19,8 @@ communities of 5+ entities, 300-token reports from 1,200 tokens of context):
 Three ways per question, on one index, one invocation:
 - seed: Tiny GraphRAG's one call per community report (the reports of the level the level way
   maps) and one combine call; counted, never run.
-- level: `GlobalConfig(selection="level")`, every report of the level the default rule chooses.
+- level: `GlobalConfig(**EVERY_REPORT)` (bench/global_calls.py), every report in reach (the
+  library's level way, which this compared against, is removed).
 - dynamic: the library's default (search/selection.py).
 Map prompt tokens are counted exactly as llama.cpp runs them (the GGUF's tokenizer and chat template).
 With --answers, level and dynamic answer each test question (streamed: seconds to the first token
@@ -42,7 +43,7 @@ import numpy as np
 
 from .answers import mean_ci, paired
 from .common import ROOT, dump_json, git_commit, machine_info, quiet_logs
-from .global_calls import seed_messages
+from .global_calls import EVERY_REPORT, seed_messages
 
 log = logging.getLogger("bench.global_select")
 
@@ -168,11 +169,12 @@ def main(argv: list[str] | None = None) -> None:
     missing = [f"{c}: {p}" for c, p in INDEXES.items() if not (p / "manifest.json").exists()]
     if missing:
         raise SystemExit(f"build these indexes first (see this module's docstring): {'; '.join(missing)}")
-    engines = {c: QueryEngine(p) for c, p in INDEXES.items()}
+    large = SearchConfig(reader="large")  # map-reduce, the large reader's path
+    engines = {c: QueryEngine(p, config=large) for c, p in INDEXES.items()}
     llm = engines["barack_obama"].llm  # the index's LLM (Qwen2.5-Coder-0.5B): exact counts, answers
     for c, qe in engines.items():
         if c != "barack_obama":
-            engines[c] = QueryEngine(INDEXES[c], llm=llm.backend, embedder=qe.embedder)
+            engines[c] = QueryEngine(INDEXES[c], llm=llm.backend, embedder=qe.embedder, config=large)
     backend = llm.backend
     default = GlobalConfig()
     out: dict[str, Any] = {
@@ -191,9 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         for share, cutoff in GRID:
             cfg = dataclasses.replace(default, dynamic_share=share, dynamic_cutoff=cutoff)
             rows = [
-                contexts(
-                    engines, backend, q, {"level": dataclasses.replace(default, selection="level"), "dynamic": cfg}
-                )
+                contexts(engines, backend, q, {"level": dataclasses.replace(default, **EVERY_REPORT), "dynamic": cfg})
                 for q in tune
             ]
             s = summarize(rows, ["level", "dynamic"])
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         out["grid"] = grid
         out["level_on_tune"] = grid[0]["level"]
 
-    cfg_level = dataclasses.replace(default, selection="level")
+    cfg_level = dataclasses.replace(default, **EVERY_REPORT)
     test = [q for q in questions if q["split"] == "test"]
     if args.limit:
         test = [q for c in INDEXES for q in [q for q in test if q["corpus"] == c][: args.limit]]
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         # One engine per corpus and way, each with its own call cache: no way replays another's calls.
         ways = {
             (c, name): QueryEngine(
-                INDEXES[c], llm=backend, embedder=engines[c].embedder, config=SearchConfig(global_=cfg)
+                INDEXES[c], llm=backend, embedder=engines[c].embedder, config=SearchConfig(global_=cfg, reader="large")
             )
             for c in INDEXES
             for name, cfg in (("level", cfg_level), ("dynamic", default))

@@ -136,12 +136,6 @@ def test_a_question_that_is_not_text_is_named(index, capsys, question, said):
     assert "Traceback" not in err and f"the query is not UTF-8 text: character 7 is {said}. To fix: ask in UTF-8" in err
 
 
-def test_map_calls_with_level_selection_is_refused_not_ignored(index, capsys):
-    q = ["query", "global", "themes?", "--index", str(index), "--only-context", "--selection", "level"]
-    assert main([*q, "--map-calls", "2"]) == 2
-    assert "--map-calls limits dynamic selection" in capsys.readouterr().err
-
-
 def test_an_interrupted_query_says_it_changed_nothing(index, capsys, monkeypatch):
     from tiny_graphrag.search.engine import QueryEngine
 

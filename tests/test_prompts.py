@@ -8,7 +8,6 @@ import pytest
 
 from tiny_graphrag.search.prompts import (
     LOCAL_CITATIONS,
-    MIN_MAP_POINTS,
     NAIVE_CITATIONS,
     NO_DATA_ANSWER,
     NOT_IN_CONTEXT,
@@ -68,14 +67,9 @@ def test_reduce_prompt_answers_first_then_summarizes_the_points():
     assert "Question: Where is Lyon?" in user and user.rstrip().endswith("Answer:")
     first, then = user.index("Start with the answer itself"), user.index("main points")
     assert first < then < user.index("[Data: Reports (ids)]", then)
-    # The plain no only when no point is relevant, never "I do not know"; not offered at all
-    # when the map model vouched for a point (global_search decides).
+    # The plain no only when no point is relevant, never "I do not know".
     assert f"If no key point is relevant to the question, write: {NOT_IN_CONTEXT}" in user
     assert "do not know" not in user.lower()
-    points = "(1) Lyon is in France [Data: Reports (3)] score 90"
-    vouched = _user(reduce_messages(points, "Where is Lyon?", may_decline=False))
-    assert NOT_IN_CONTEXT not in vouched and "{decline}" not in vouched
-    assert vouched == user.replace(f" If no key point is relevant to the question, write: {NOT_IN_CONTEXT}", "")
 
 
 def test_map_prompt_and_schema():
@@ -88,9 +82,8 @@ def test_map_prompt_and_schema():
     ids = ["1.1", "1.2", "2.1", "3.1", "3.2"]
     schema = map_schema(4, ids)
     assert schema["properties"]["points"]["maxItems"] == 4
-    assert schema["properties"]["points"]["minItems"] == MIN_MAP_POINTS  # past the first point
+    assert schema["properties"]["points"]["minItems"] == 1
     assert schema["properties"]["points"]["items"]["properties"]["finding"] == {"enum": ids}  # only shown findings
-    assert map_schema(1, ids)["properties"]["points"]["minItems"] == 1  # never more than the maximum
     assert map_schema(5, ids[:2])["properties"]["points"]["maxItems"] == 2  # nor more than there are findings
     assert schema["properties"]["points"]["items"]["properties"]["score"] == {
         "type": "integer",
@@ -141,27 +134,6 @@ def test_chosen_findings_become_points_in_their_own_words():
     ]
     points, valid = parse_map_answer(json.dumps({"points": [{"finding": "9.9", "score": 90}]}), 0, findings)
     assert not valid and points[0].description == INVALID_MAP_ANSWER
-
-
-def test_a_sentence_two_reports_quote_is_one_candidate():
-    """Communities share source text, so two reports can quote one sentence: grounded, it is one
-    candidate (the copy the map model voted for), not one per report."""
-    from tiny_graphrag.search.config import GlobalConfig
-    from tiny_graphrag.search.context import MapBatch
-    from tiny_graphrag.search.global_search import MapAnswer, _candidates, parse_map_answer
-
-    same = "Obama signed the Affordable Care Act in 2010."
-    batches = [
-        MapBatch("", (0, 1), 0, (("0.1", 0, same), ("1.1", 1, "Other news."))),
-        MapBatch("", (2,), 0, (("2.1", 2, same), ("2.2", 2, same.replace(" ", "  ", 1)))),
-    ]
-    chosen = [
-        parse_map_answer(json.dumps({"points": [{"finding": "1.1", "score": 10}]}), 0, batches[0].findings)[0],
-        parse_map_answer(json.dumps({"points": [{"finding": "2.1", "score": 60}]}), 1, batches[1].findings)[0],
-    ]
-    answers = [MapAnswer(i, tuple(p), True, "") for i, p in enumerate(chosen)]
-    got = [(p.description, p.score) for p in _candidates(answers, batches, GlobalConfig(relevance_weight=0.75))]
-    assert got == [("Other news. [Data: Reports (1)]", 10), (f"{same} [Data: Reports (2)]", 60)]
 
 
 @pytest.mark.parametrize("cut", [0, 1, 25, 50])

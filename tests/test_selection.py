@@ -155,16 +155,13 @@ def test_report_similarity_is_the_best_of_the_report_and_its_findings():
     g = GlobalIndex(reports, VectorIndex(["r0", "r1"], np.stack([vec["r0"], vec["r1"]])))
     got = report_similarities(g, vec["q"], lambda ts: np.stack([vec[t] for t in ts]))
     q = vec["q"]
-    assert got.by_report[0] == pytest.approx(max(vec["r0"] @ q, vec["alpha"] @ q, vec["beta"] @ q), abs=1e-6)
-    assert got.by_report[1] == pytest.approx(max(vec["r1"] @ q, vec["gamma"] @ q), abs=1e-6)
-    findings = [max(0.0, vec[t] @ q) for t in ("alpha", "beta", "gamma")]  # grounding's zero: every finding's median
-    assert got.finding_median == pytest.approx(float(np.median(findings)), abs=1e-6)
+    assert got[0] == pytest.approx(max(vec["r0"] @ q, vec["alpha"] @ q, vec["beta"] @ q), abs=1e-6)
+    assert got[1] == pytest.approx(max(vec["r1"] @ q, vec["gamma"] @ q), abs=1e-6)
 
 
 @pytest.mark.parametrize(
     "bad",
     [
-        {"selection": "all"},
         {"dynamic_map_calls": 0},
         {"dynamic_map_calls": True},
         {"dynamic_cutoff": 1.5},
@@ -186,41 +183,15 @@ def test_global_search_maps_only_the_selected_reports_by_default(index, embedder
     llm = FakeLLM(citing_responder, n_params=LARGE, n_ctx=4096)
     with QueryEngine(index, llm=llm, embedder=embedder) as qe:
         r = qe.global_search("Where did Alan Turing study and work?")
-        level = qe.global_search("Where did Alan Turing study and work?", config=GlobalConfig(selection="level"))
         reports = qe.index.globals.reports
     d = r.details
-    assert d["selection"] == "dynamic" and level.details["selection"] == "level"
     kept = [c["report"] for c in d["considered"] if c["why"] == KEPT]
     assert len(d["considered"]) == len(reports)  # every report, with why it was kept or not
     assert {rep.id for rep in r.sources.reports} == set(kept)
     assert any("Turing" in reports[k].title or "Bletchley" in reports[k].title for k in kept)
     assert not any("Eiffel" in reports[k].title for k in kept)  # an unrelated community is left out
     assert r.llm_calls == d["map_chunks"] + 1 <= GlobalConfig().dynamic_map_calls + 1
-    assert d["reports_mapped"] < level.details["reports_mapped"]
-    # what the selection saved is counted against the level way's own map calls
-    assert d["map_chunks_without_selection"] == level.details["map_chunks"]
-    assert d["map_calls_saved_by_selection"] == level.details["map_chunks"] - d["map_chunks"]
-
-
-def test_the_level_way_packs_its_reports_once_and_counts_its_own_batches(index, embedder, monkeypatch):
-    from tiny_graphrag.search import global_search, report_index
-
-    packs = []
-
-    def counting(reports, *args, **kw):
-        packs.append(len(reports))
-        return pack(reports, *args, **kw)
-
-    pack = global_search.pack_report_batches
-    monkeypatch.setattr(global_search, "pack_report_batches", counting)
-    monkeypatch.setattr(report_index, "pack_report_batches", counting)
-    config = GlobalConfig(selection="level", level=0)
-    with QueryEngine(index, llm=FakeLLM(citing_responder, n_params=LARGE, n_ctx=4096), embedder=embedder) as qe:
-        r = qe.global_search("Where did Alan Turing study and work?", config=config)
-        level0 = len(qe.index.globals.at_level(0))
-    assert packs == [level0]  # the old code packed the level twice: once more for the count of map calls
-    assert r.details["map_chunks_without_selection"] == r.details["map_chunks"]
-    assert r.details["map_calls_saved_by_selection"] == 0
+    assert d["reports_mapped"] < len(reports)
 
 
 def test_a_question_nothing_is_near_gets_no_model_call_and_names_the_closest_communities(index, embedder):
@@ -256,20 +227,18 @@ def test_cli_selection_options_and_the_selection_shown(index, capsys):
     assert "----- selection -----" in out and "kept" in out and "not relevant" in out
     main(
         ["query", "global", "Where did Alan Turing study?", "--index", str(index), "--only-context", "--json"]
-        + ["--selection", "level", "--level", "1", "--reader", "large"]
+        + ["--level", "0", "--reader", "large"]
     )
     d = json.loads(capsys.readouterr().out)["details"]
-    assert d["selection"] == "level" and d["level"] == 1 and "considered" not in d
+    assert d["level"] == 0 and {c["level"] for c in d["considered"] if c["why"] == KEPT} == {0}
     args = ["query", "global", "Turing?", "--index", str(index), "--only-context", "--json", "--map-calls", "1"]
     main([*args, "--reader", "large"])
     assert json.loads(capsys.readouterr().out)["details"]["map_chunks"] <= 1
-    applied = global_config(
-        GlobalConfig(), build_parser().parse_args([*args, "--selection", "level", "--over", "tree"])
-    )
-    assert (applied.dynamic_map_calls, applied.selection, applied.source) == (1, "level", "tree")
+    applied = global_config(GlobalConfig(), build_parser().parse_args([*args, "--over", "tree"]))
+    assert (applied.dynamic_map_calls, applied.source) == (1, "tree")
     assert global_config(GlobalConfig(), build_parser().parse_args(args[:5])) == GlobalConfig()  # nothing given
-    assert main(["query", "local", "Turing?", "--index", str(index), "--selection", "level"]) == 2
-    assert "--selection: only for global search" in capsys.readouterr().err
+    assert main(["query", "local", "Turing?", "--index", str(index), "--map-calls", "2"]) == 2
+    assert "--map-calls: only for global search" in capsys.readouterr().err
 
 
 def test_memo_embed_embeds_each_text_once_and_stops_remembering_at_its_cap():

@@ -137,10 +137,9 @@ def test_only_context_and_lookups(client, engine, index, no_network):
     spec = client.get("/openapi.json").json()
     assert "/api/indexes/{name}/query" in spec["paths"] and "QueryRequest" in spec["components"]["schemas"]
     assert client.get("/docs").status_code == 404  # its page would load scripts from a CDN
-    for selection in ("dynamic", "level"):  # global search's two ways, as the CLI's --selection
-        body = {"question": "What is Acme?", "mode": "global", "only_context": True, "selection": selection}
-        got = client.post("/api/indexes/idx/query", json=body).json()
-        assert got["details"]["selection"] == selection and ("considered" in got["details"]) == (selection == "dynamic")
+    body = {"question": "What is Acme?", "mode": "global", "only_context": True, "level": 0}
+    got = client.post("/api/indexes/idx/query", json=body).json()
+    assert got["details"]["level"] == 0 and "considered" in got["details"]
 
 
 @pytest.mark.parametrize(
@@ -150,8 +149,8 @@ def test_only_context_and_lookups(client, engine, index, no_network):
         ("post", "/api/indexes/idx/query", {"question": "x", "mode": "fancy"}, 422, "mode"),
         ("post", "/api/indexes/idx/query", {"question": "x", "level": 1}, 422, "only for global"),
         ("post", "/api/indexes/idx/query", {"question": "x", "mode": "global", "level": 7}, 400, "not exist in 'idx'"),
-        ("post", "/api/indexes/idx/query", {"question": "x", "selection": "level"}, 422, "only for global"),
-        ("post", "/api/indexes/idx/query", {"question": "x", "mode": "global", "selection": "all"}, 422, "selection"),
+        ("post", "/api/indexes/idx/query", {"question": "x", "over": "tree"}, 422, "only for global"),
+        ("post", "/api/indexes/idx/query", {"question": "x", "mode": "global", "selection": "level"}, 422, "selection"),
         ("post", "/api/indexes/idx/query", {"question": "x", "mode": "tree"}, 400, "'idx' was built without a RAPTOR"),
         ("post", "/api/indexes/idx/query", {"question": "   "}, 400, "empty"),
         ("post", "/api/indexes/idx/query", {"question": "x" * 2001}, 422, "question"),

@@ -146,7 +146,7 @@ def _info(args) -> None:
 
 def global_config(config: GlobalConfig, args) -> GlobalConfig:
     """Global search's settings with the query command's options applied."""
-    given = {"source": args.over, "selection": args.selection, "dynamic_map_calls": args.map_calls}
+    given = {"source": args.over, "dynamic_map_calls": args.map_calls}
     return replace(config, **{k: v for k, v in given.items() if v is not None})
 
 
@@ -154,15 +154,13 @@ def _query(args) -> None:
     from tiny_graphrag.search.config import SearchConfig
     from tiny_graphrag.search.engine import QueryEngine
 
-    given = [k for k in ("level", "over", "selection", "map_calls") if getattr(args, k) is not None]
+    given = [k for k in ("level", "over", "map_calls") if getattr(args, k) is not None]
     if args.mode != "global" and given:
         raise InputError(f"{', '.join('--' + k.replace('_', '-') for k in given)}: only for global search")
     if args.strategy is not None and args.mode != "tree":
         raise InputError("--strategy is only for tree search")
     if args.where and args.mode not in ("local", "naive"):
         raise InputError("--where filters the text that local and naive search read; use one of those modes")
-    if args.map_calls is not None and args.selection == "level":
-        raise InputError("--map-calls limits dynamic selection, and --selection level maps every report: drop one")
     config = SearchConfig(context_tokens=args.context_tokens, reader=args.reader or "auto")
     # The answer's own tokens plus the prompt's instructions must fit: below that, any query, even a
     # short one, would be refused as "too long" by the engine.

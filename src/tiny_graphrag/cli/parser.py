@@ -200,19 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--level",
         type=option_type(GlobalConfig, "level"),
-        help="global search: the deepest community level to select from (with --selection level: the level "
-        "mapped; default: every level, or the deepest within the map-call limit)",
-    )
-    q.add_argument(
-        "--selection",
-        choices=["dynamic", "level"],
-        help="global search: map only the reports nearest the question, from the root level down (dynamic, the "
-        "default), or every report of one level",
+        help="global search: the deepest community level to select the reports nearest the question from "
+        "(default: every level)",
     )
     q.add_argument(
         "--map-calls",
         type=option_type(GlobalConfig, "dynamic_map_calls"),
-        help="global search, dynamic selection: at most this many map calls (default: 3)",
+        help="global search: at most this many map calls (default: 3)",
     )
     q.add_argument(
         "--over",

@@ -8,21 +8,19 @@ stream) -> citations checked against the sources shown -> SearchResult.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM
-from tiny_graphrag.citations import check_citations, parse_citations, strip_citations
+from tiny_graphrag.citations import check_citations
 from tiny_graphrag.errors import InputError, listing
 from tiny_graphrag.search.config import EvidenceConfig
 from tiny_graphrag.search.context import BuiltContext, source_chunk
 from tiny_graphrag.search.evidence import Evidence
 from tiny_graphrag.search.prompts import (
     NO_DATA_ANSWER,
-    NOT_IN_CONTEXT,
     READER_GRAMMARS,
     READER_MAX_TOKENS,
     answer_grammar,
@@ -44,49 +42,8 @@ APPROXIMATE_NOTE = (
 )
 
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-MAX_ATTRIBUTED = 2  # text chunks cited for an answer the model left uncited
-ATTRIBUTED_NOTE = (
-    "the model cited no source: the answer cites the shown text chunks that contain it "
-    "(those sharing most words with the question first)"
-)
-UNCITED_REPORTS_NOTE = (
-    "the model cited no report: the answer cites the reports of the key points it was given (most important first)"
-)
-IDS_ONLY_NOTE = "the model answered with citation ids only, no words: read the cited sources"
 NO_SENTENCE_ANSWER = "The context does not say: no sentence of the passages found bears on this question"
 ECHO_NOTE = "the answer only repeats what the question names: the passages found may not hold the answer"
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
-def says_not_in_context(answer: str) -> bool:
-    """The answer is the prompts' plain "the context does not say" (or the no-data answer)."""
-    return strip_citations(answer).strip().startswith(NOT_IN_CONTEXT.rstrip("."))
-
-
-def sources_containing(answer: str, sources: Sources, query: str, limit: int = MAX_ATTRIBUTED) -> list[int]:
-    """Ids of the text chunks holding the answer's words in sequence, those sharing the most
-    words with the question first (ties: context order), at most `limit`.
-
-    Small readers often answer right and cite nothing; the chunk that contains the answer is
-    then the evidence a reader can check it against. An answer that is a sentence rarely
-    matches word for word, so it gets no citation rather than a loose one.
-    """
-    first = (strip_citations(answer).strip().splitlines() or [""])[0]
-    want = _words(first)
-    if not want or says_not_in_context(first):
-        return []
-    needle = " " + " ".join(want) + " "
-    asked = set(_words(query))
-    hits = []
-    for pos, chunk in enumerate(sources.chunks):
-        words = _words(chunk.text)
-        if needle in " " + " ".join(words) + " ":
-            hits.append((-len(asked & set(words)), pos, chunk.id))
-    return [cid for _, _, cid in sorted(hits)[:limit]]
 
 
 class Timer:
@@ -253,7 +210,6 @@ class SearchRun:
         category: str = "answer",
         stream: bool = False,
         context: str | None = None,
-        given_reports: Sequence[int] = (),
         cite: Sequence[str] = (),
         declined: str = NO_DATA_ANSWER,
     ) -> SearchResult | StreamingResult:
@@ -261,10 +217,7 @@ class SearchRun:
         relevant was found), the answer that says so (`declined`) without asking the model.
 
         `cite`: the citation kinds the prompt asks for ("Sources", "Reports"); the answer is then
-        constrained to words first and a citation of shown ids only (prompts.answer_grammar).
-        An answer that cites nothing cites the shown text chunks holding it word for word, else
-        (global search) the first MAX_ATTRIBUTED of `given_reports`, the reports its key points came
-        from."""
+        constrained to words first and a citation of shown ids only (prompts.answer_grammar)."""
         if messages is None:
             self.notes.append("nothing relevant to the query was found, so no answer call was made")
             return self.given(built, declined, stream=stream, context=context)
@@ -276,17 +229,6 @@ class SearchRun:
             answer, invalid = check_citations(text.strip(), built.sources)
             if invalid:
                 log.info("removed citations of ids not in the context: %s", invalid)
-            if not strip_citations(answer):
-                self.notes.append(IDS_ONLY_NOTE)
-            elif not any(parse_citations(answer).values()):
-                ids = sources_containing(answer, built.sources, self.query)
-                reports = list(given_reports[:MAX_ATTRIBUTED])
-                if ids:
-                    answer = f"{answer} [Data: Sources ({', '.join(map(str, ids))})]"
-                    self.notes.append(ATTRIBUTED_NOTE)
-                elif reports and not says_not_in_context(answer):
-                    answer = f"{answer} [Data: Reports ({', '.join(map(str, reports))})]"
-                    self.notes.append(UNCITED_REPORTS_NOTE)
             return answer, invalid
 
         return self.call(

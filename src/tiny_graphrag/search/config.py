@@ -91,23 +91,17 @@ class LocalConfig(Checked):
 
 @dataclass(frozen=True)
 class GlobalConfig(Checked):
-    # Which reports are mapped. "dynamic" (selection.py): from the root level down, the reports
-    # nearest the question (an irrelevant parent rules out its children), best first, within
-    # `dynamic_map_calls` map calls and `dynamic_share` of a whole level's text; `level` is then
-    # the deepest level it may descend to. "level": every report of one level (`level`, or the
-    # deepest within `max_map_chunks`). Chosen on the tune half of bench/data/global_questions.json
-    # (bench/RESULTS.md, "Dynamic community selection").
-    selection: str = allowed("dynamic", ("dynamic", "level"))
+    # Which reports are mapped (selection.py): from the root level down, the reports nearest the
+    # question (an irrelevant parent rules out its children), best first, within
+    # `dynamic_map_calls` map calls and `dynamic_share` of a whole level's text. Chosen on the tune
+    # half of bench/data/global_questions.json (bench/RESULTS.md, "Dynamic community selection").
     dynamic_map_calls: int = allowed(3, ">= 1")
     dynamic_share: float = allowed(0.3, "(0, 1]")  # a share of a level's text
     dynamic_cutoff: float = allowed(
         0.2, "[0, 1]"
     )  # relevance (0: the median report's score, 1: the best's) to keep or descend
-    level: int | None = allowed(
-        None, ">= 0 or None"
-    )  # None: dynamic, every level; "level", the deepest within max_map_chunks
+    level: int | None = allowed(None, ">= 0 or None")  # the deepest level the selection may reach (None: all)
     map_chunk_tokens: int = allowed(1500, ">= 1")  # report text per map call (GraphRAG: 8k; our windows are 4k)
-    max_map_chunks: int = allowed(8, ">= 1")  # level choice: the deepest level within this many map calls
     map_max_tokens: int = allowed(200, ">= 1")  # output per map call: ids, scores of <= max_points findings
     reduce_max_tokens: int = allowed(700, ">= 1")
     max_points: int = allowed(5, ">= 1")  # key points per map answer (schema maxItems)
@@ -115,20 +109,11 @@ class GlobalConfig(Checked):
     # What is mapped: "reports" (community reports), "tree" (the RAPTOR tree's summaries, the top
     # layer as level 0), or "auto": the reports, else the tree's summaries when the index has none.
     source: str = allowed("auto", ("auto", "reports", "tree"))
-    # A point's importance: (1 - w) x the map model's score (0 for a finding it did not choose)
-    # + w x the point's query similarity, from the candidates' median (0) to the best (1)
-    # (search/grounding.py), since a 0.5B map model's choices and scores did not tell relevant
-    # findings from irrelevant ones. Points under `point_cutoff` x the best point's importance do
-    # not reach the reduce. relevance_weight=0, point_cutoff=0 is GraphRAG's rule: the model's
-    # chosen findings by its score, score-0 points dropped. Chosen on the demo's question
-    # (bench/RESULTS.md, "Grounded map points" and "Answers you can check").
-    relevance_weight: float = allowed(0.75, "[0, 1]")
-    point_cutoff: float = allowed(0.6, "[0, 1]")  # a share of the best point's
-    # Grounded (relevance_weight > 0), a question whose nearest finding has a lower query cosine,
-    # and none of whose points the map model scored above 0, is answered "no relevant
-    # information" without a reduce call. MiniLM's scale: off-topic questions ("the boiling point
-    # of mercury?") reached 0.04-0.08, whole-corpus ones ("What are the main themes?") 0.21-0.24
-    # on the demo's article and A Christmas Carol (bench/RESULTS.md).
+    # A question no report (selection.py) or, for a small reader, no sentence (global_answer.py)
+    # is this near is answered "no relevant information" without a model call. MiniLM's scale:
+    # off-topic questions ("the boiling point of mercury?") reached 0.04-0.08, whole-corpus ones
+    # ("What are the main themes?") 0.21-0.24 on the demo's article and A Christmas Carol
+    # (bench/RESULTS.md).
     min_similarity: float = allowed(0.15, "[-1, 1]")  # a cosine
     # A small reader's answer (global_answer.py) quotes the sentences of the question's nearest
     # `chunks` chunks nearest it, within reduce_max_tokens. Chosen on the tune half of

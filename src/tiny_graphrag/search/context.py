@@ -285,17 +285,14 @@ def pack_report_batches(
 @dataclass(frozen=True)
 class KeyPoint:
     description: str
-    score: int  # what the reduce ranks by: the map model's score, or its grounded importance (grounding.py)
+    score: int  # the map model's 0-100 helpfulness score: what the reduce ranks by
     batch: int  # which map call produced it
-    model_score: int | None = None  # the map model's own score, when `score` is the grounded one
     report: int | None = None  # the report of the finding it quotes (None: a point a backend wrote)
 
 
-def build_reduce_context(
-    points: Sequence[KeyPoint], budget: int, count: Count, min_score: int = 1
-) -> tuple[str, list[KeyPoint], int]:
-    """Key points, most helpful first, until the budget is full (points under `min_score` never enter)."""
-    ranked = sorted((p for p in points if p.score >= max(1, min_score)), key=lambda p: (-p.score, p.batch))
+def build_reduce_context(points: Sequence[KeyPoint], budget: int, count: Count) -> tuple[str, list[KeyPoint], int]:
+    """Key points, most helpful first, until the budget is full (score-0 points never enter)."""
+    ranked = sorted((p for p in points if p.score > 0), key=lambda p: (-p.score, p.batch))
 
     def block(p: KeyPoint, position: int) -> str:
         return f"----Analyst point {position + 1}----\nImportance score: {p.score}\n{p.description}"

@@ -300,9 +300,9 @@ class QueryEngine:
         stream: bool = False,
         config: GlobalConfig | None = None,
     ) -> SearchResult | StreamingResult:
-        """Map the level's community reports (or, without reports, the RAPTOR tree's summaries:
-        GlobalConfig.source) to scored key points, their findings' own words, reduce them to one
-        answer.
+        """Map the community reports nearest the query, from the root down to `level` (every level
+        when None), or without reports the RAPTOR tree's summaries (GlobalConfig.source), to scored
+        key points, their findings' own words, and reduce them to one answer.
 
         LLM calls = map chunks + 1 (the reduce call is skipped when no point is important enough;
         the answer then says the index holds nothing relevant)."""

@@ -23,11 +23,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tiny_graphrag.citations import parse_citations
 from tiny_graphrag.records import Chunk
 from tiny_graphrag.search.answer import SearchRun
 from tiny_graphrag.search.config import GlobalConfig
-from tiny_graphrag.search.context import BuiltContext, KeyPoint, source_chunk, source_report
+from tiny_graphrag.search.context import BuiltContext, source_chunk, source_report
 from tiny_graphrag.search.evidence import passage_of, sentences_of
 from tiny_graphrag.search.index import SearchIndex
 from tiny_graphrag.search.prompts import NO_DATA_ANSWER
@@ -109,13 +108,3 @@ def theme_of(index: SearchIndex, globals_: GlobalIndex, chunk: Chunk, sentence: 
         named = str(index.graph.nodes[n].get("name", n)).lower() in sentence.lower()
         votes[community[n].id] += (NAMED if named else 1) / index.graph_index.chunk_count[index.graph_index.pos[n]]
     return reported[votes.most_common(1)[0][0]] if votes else None
-
-
-def point_reports(kept: Sequence[KeyPoint], shown: set[int]) -> list[int]:
-    """The reports the reduce's points came from, in the points' order: the one a finding's point
-    quotes, else the mapped (`shown`) reports a written point cites."""
-    out: dict[int, None] = {}
-    for p in kept:
-        cited = [r for r in parse_citations(p.description)["reports"] if r in shown]
-        out.update(dict.fromkeys([p.report] if p.report is not None else cited))
-    return list(out)

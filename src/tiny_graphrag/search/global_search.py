@@ -1,23 +1,16 @@
 """Global search (GraphRAG paper §3.1.6): map community reports to scored key points, reduce to an answer.
 
-- Selection (selection.py, the default): the reports nearest the question by the index's own
-  embeddings, from the root level down (an irrelevant parent rules out its children), best first,
-  within `dynamic_map_calls` map calls; every report considered is in `details["considered"]` with
+- Selection (selection.py): the reports nearest the question by the index's own embeddings,
+  from the root level down (an irrelevant parent rules out its children), best first, within
+  `dynamic_map_calls` map calls; every report considered is in `details["considered"]` with
   why it was kept or left out. A question no report is near gets no model call at all.
-- Level (`selection="level"`, the way before): every report of the level asked for, else of the
-  deepest level whose reports fit in `max_map_chunks` map calls (the paper's C2/C3 were the most
-  comprehensive, but each map call costs seconds to minutes on a local CPU model), else the root.
-- Map: the level's reports are shuffled and their findings packed into chunks of
+- Map: the chosen reports are shuffled and their findings packed into chunks of
   `map_chunk_tokens`; one call per chunk chooses the findings that help (by id, a JSON-schema
   enum) with 0-100 helpfulness scores, so a key point is a finding's own words citing its
   report. An invalid answer becomes one score-0 point (logged), never an exception.
-- Rank: every finding mapped is a candidate, its importance the model's score (0 when it was not
-  chosen) mixed with how near its words are to the query (grounding.py: a small map model's
-  choices and scores alone did not tell relevant findings from irrelevant ones); points under
-  `point_cutoff` of the best one's are dropped, and a query no finding is near
-  (`min_similarity`) that the model scored 0 throughout gets no reduce.
-- Reduce: the rest, most important first, until the reduce budget is full; one more call
-  writes the answer citing reports (calls = map chunks + 1).
+- Reduce: the points the map model scored above 0, most helpful first, until the reduce budget
+  is full; one more call writes the answer citing reports (calls = map chunks + 1). No point
+  above 0: no reduce call.
 A small reader's global answer (global_answer.py) quotes the nearest themes' own sentences, with no call.
 
 Usage is counted per category: "map" (all map calls) and "reduce" (the answer call).
@@ -29,16 +22,13 @@ import contextlib
 import dataclasses
 import json
 import logging
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from tiny_graphrag.backends.llm import LLM
-from tiny_graphrag.citations import parse_citations, strip_citations
+from tiny_graphrag.citations import parse_citations
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.records import Report
 from tiny_graphrag.search.answer import CallMeter, SearchRun
@@ -53,8 +43,7 @@ from tiny_graphrag.search.context import (
     source_chunk,
     source_report,
 )
-from tiny_graphrag.search.global_answer import point_reports, search_themes
-from tiny_graphrag.search.grounding import Grounding, ground_points
+from tiny_graphrag.search.global_answer import search_themes
 from tiny_graphrag.search.index import SearchIndex
 from tiny_graphrag.search.prompts import NO_DATA_ANSWER, map_messages, map_schema, reduce_messages
 from tiny_graphrag.search.report_index import GlobalIndex
@@ -127,7 +116,7 @@ def parse_map_answer(
             continue
         chosen = by_id.get(str(p.get("finding")))
         desc = finding_point(*chosen) if chosen else p.get("description", p.get("answer"))
-        # A small model made to name several findings repeats one: the copy would count twice.
+        # The schema cannot forbid naming a finding twice: the copy would count twice in the reduce.
         if not isinstance(desc, str) or not desc.strip() or any(k.description == desc.strip() for k in points):
             continue
         try:
@@ -157,28 +146,10 @@ def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalCon
     return answers
 
 
-def _candidates(answers: Sequence[MapAnswer], batches: Sequence[MapBatch], config: GlobalConfig) -> list[KeyPoint]:
-    """The map model's points, and, when points are grounded, every other finding of the mapped
-    batches with a vote of 0 (a small model's choices missed the relevant ones: grounding.py).
-    Grounded, a sentence is one candidate however many reports quote it (communities share
-    source text): its best-voted copy, else its first."""
-    points = [p for a in answers for p in a.points]
-    if config.relevance_weight <= 0:
-        return points
-    points += [
-        KeyPoint(finding_point(rid, t), 0, i, report=rid) for i, b in enumerate(batches) for _, rid, t in b.findings
-    ]
-    best: dict[str, KeyPoint] = {}
-    for p in points:
-        key = " ".join(strip_citations(p.description).split())
-        if key not in best or p.score > best[key].score:
-            best[key] = p
-    return list(best.values())
-
-
 def map_plan(index: SearchIndex, level: int | None, config: GlobalConfig) -> tuple[GlobalIndex, int | None]:
-    """What global search maps (reports or tree summaries) and the level asked for (None: chosen
-    later by the budget); checked before a search starts, so a wrong level never loads a model."""
+    """What global search maps (reports or tree summaries) and the deepest level the selection
+    may descend to (None: every level); checked before a search starts, so a wrong level never
+    loads a model."""
     globals_ = index.map_source(config.source)
     level = config.level if level is None else level
     levels = globals_.levels
@@ -189,17 +160,12 @@ def map_plan(index: SearchIndex, level: int | None, config: GlobalConfig) -> tup
 
 @dataclass(frozen=True)
 class Mapped:
-    """What the map step reads: the reports chosen (from those of `level`, or with dynamic
-    selection of every level down to it) packed into map batches."""
+    """What the map step reads: the reports the selection chose, packed into map batches."""
 
-    level: int
-    pool: int  # how many reports the selection (or the level) chose from
-    reports: int  # how many of them are mapped
+    level: int  # the deepest level the selection could reach
+    pool: int  # how many reports the selection chose from
     batches: list[MapBatch]
-    without: int  # the map calls of the level way (every report of its default level)
-    selection: Selection | None = None
-    query_vector: np.ndarray | None = None
-    finding_median: float | None = None  # dynamic: grounding's zero is the whole index's median finding
+    selection: Selection
 
 
 def choose_reports(
@@ -210,28 +176,18 @@ def choose_reports(
     chunk_tokens: int,
     counter: TokenCounter,
 ) -> Mapped:
-    """The reports to map, by dynamic selection or by level (module docstring), and their batches."""
+    """The reports to map (selection.py) and their batches."""
     globals_, level = plan
 
     def pack(reports: Sequence[tuple[int, Report]]) -> list[MapBatch]:
         return pack_report_batches(reports, chunk_tokens, counter, seed=config.shuffle_seed)
 
-    level_way = level if level is not None else globals_.choose_level(config, chunk_tokens, counter)
-    if config.selection != "dynamic":  # the level way's batches are its own count: packed once
-        pool = globals_.at_level(level_way)
-        batches = pack(pool)
-        return Mapped(level_way, len(pool), len(pool), batches, len(batches))
-    without = globals_.packed(level_way, chunk_tokens, counter, config.shuffle_seed)[0]
-    qvec = index.embed_query(query)
-    similarities = report_similarities(globals_, qvec, index.embed_texts)
+    similarities = report_similarities(globals_, index.embed_query(query), index.embed_texts)
     level_tokens = globals_.level_tokens(chunk_tokens, counter)
-    selection = select_reports(
-        globals_, similarities.by_report, config, max_level=level, pack=pack, level_tokens=level_tokens
-    )
+    selection = select_reports(globals_, similarities, config, max_level=level, pack=pack, level_tokens=level_tokens)
     deepest = level if level is not None else globals_.levels[-1]
     in_reach = sum(1 for r in globals_.reports if r.level <= deepest)
-    kept = selection.kept
-    return Mapped(deepest, in_reach, len(kept), pack(kept), without, selection, qvec, similarities.finding_median)
+    return Mapped(deepest, in_reach, pack(selection.kept), selection)
 
 
 def map_sources(index: SearchIndex, globals_: GlobalIndex, mapped: Mapped) -> Sources:
@@ -247,30 +203,14 @@ def map_sources(index: SearchIndex, globals_: GlobalIndex, mapped: Mapped) -> So
     return sources.merged(Sources(chunks=tuple(source_chunk(c, index.sid_of[c.id]) for c in chunks)))
 
 
-def rank_points(
-    index: SearchIndex, run: SearchRun, mapped: Mapped, config: GlobalConfig
-) -> tuple[list[KeyPoint], list[Grounding | None], int, float | None]:
-    """The map calls, then every candidate point with its importance (grounding.py, or the
-    model's score when grounding is off), the reduce's entry score (`point_cutoff` of the best
-    point's; build_reduce_context never admits a 0), and the best point's query cosine."""
-    llm = run.llm
-    meter = CallMeter(llm)
+def map_points(run: SearchRun, mapped: Mapped, config: GlobalConfig) -> list[KeyPoint]:
+    """The map calls, counted under "map": every point they wrote, scored by the map model."""
+    meter = CallMeter(run.llm)
     with run.timer("map"):
-        answers = run_map(llm, mapped.batches, run.query, config)
+        answers = run_map(run.llm, mapped.batches, run.query, config)
     run.usage["map"] = meter.usage(sum(a.prompt_tokens for a in answers), sum(a.completion_tokens for a in answers))
     run.details["invalid_map_answers"] = sum(1 for a in answers if not a.valid)
-    with run.timer("grounding"):
-        qvec = mapped.query_vector
-        if qvec is None and config.relevance_weight > 0:
-            qvec = index.embed_query(run.query)
-        candidates = _candidates(answers, mapped.batches, config)
-        weight, median = config.relevance_weight, mapped.finding_median
-        pairs = ground_points(
-            candidates, qvec, index.embed_texts, weight=weight, skip=INVALID_MAP_ANSWER, median=median
-        )
-    points, grounding = [p for p, _ in pairs], [g for _, g in pairs]
-    min_score = math.ceil(config.point_cutoff * max((p.score for p in points), default=0))
-    return points, grounding, min_score, max((g.similarity for g in grounding if g is not None), default=None)
+    return [p for a in answers for p in a.points]
 
 
 def search_global(
@@ -287,107 +227,67 @@ def search_global(
     batches, selection = mapped.batches, mapped.selection
     sources = map_sources(index, globals_, mapped)
     map_text = "\n\n".join(f"=====Map call {i + 1} of {len(batches)}=====\n{b.text}" for i, b in enumerate(batches))
-    chosen_by = "every level (dynamic selection)" if selection else "default rule (deepest level within max_map_chunks)"
     run.details.update(
         mapped="tree summaries" if globals_.covers is not None else "community reports",
-        selection=config.selection,
         level=mapped.level,
         levels=globals_.levels,
-        level_chosen_by="argument" if plan[1] is not None else chosen_by,
         reports_at_level=mapped.pool,
-        reports_mapped=mapped.reports,
+        reports_mapped=len(selection.kept),
         map_chunks=len(batches),
-        map_chunks_without_selection=mapped.without,
-        map_calls_saved_by_selection=mapped.without - len(batches),
         map_chunk_tokens=chunk_tokens,
         map_batch_tokens=[b.tokens for b in batches],
         map_contexts=[b.text for b in batches],
         reduce_budget=reduce_room,
+        considered=[dataclasses.asdict(c) for c in selection.considered],
     )
     map_tokens = sum(b.tokens for b in batches)
     built = BuiltContext(map_text, sources, map_tokens, chunk_tokens, {"map": map_tokens})
-    if selection is None and len(batches) > config.max_map_chunks and mapped.reports == mapped.pool:
-        run.notes.append(
-            f"level {mapped.level} needs {len(batches)} map calls (one per {chunk_tokens}-token chunk of reports); "
-            "dynamic selection (the default: GlobalConfig(selection='dynamic')) maps only the reports nearest the query"
+    if not selection.kept:
+        why = (
+            f"no report is near the question (best query cosine {selection.best_similarity:.2f} < "
+            f"GlobalConfig.min_similarity={config.min_similarity})"
+            if selection.best_similarity < config.min_similarity
+            else "the reports nearest the question lie under top-level reports that are not near it "
+            f"(GlobalConfig.dynamic_cutoff={config.dynamic_cutoff})"
         )
-    if selection is not None:
-        run.details["considered"] = [dataclasses.asdict(c) for c in selection.considered]
-        if not selection.kept:
-            why = (
-                f"no report is near the question (best query cosine {selection.best_similarity:.2f} < "
-                f"GlobalConfig.min_similarity={config.min_similarity})"
-                if selection.best_similarity < config.min_similarity
-                else "the reports nearest the question lie under top-level reports that are not near it "
-                f"(GlobalConfig.dynamic_cutoff={config.dynamic_cutoff})"
-            )
-            run.notes.append(f"{why}: no map or reduce call was made")
-            if not run.only_context:
-                closest = "; ".join(f"{c.title} ({c.similarity:.2f})" for c in selection.closest())
-                declined = f"{NO_DATA_ANSWER} The closest communities, none near enough: {closest}."
-                return run.answer(built, None, max_tokens=0, stream=stream, context=map_text, declined=declined)
+        run.notes.append(f"{why}: no map or reduce call was made")
+        if not run.only_context:
+            closest = "; ".join(f"{c.title} ({c.similarity:.2f})" for c in selection.closest())
+            declined = f"{NO_DATA_ANSWER} The closest communities, none near enough: {closest}."
+            return run.answer(built, None, max_tokens=0, stream=stream, context=map_text, declined=declined)
     if run.only_context:
         return run.result(built)
-    return reduce_points(index, run, mapped, config, built, reduce_room, stream=stream)
+    return reduce_points(run, mapped, config, built, reduce_room, stream=stream)
 
 
 def reduce_points(
-    index: SearchIndex,
-    run: SearchRun,
-    mapped: Mapped,
-    config: GlobalConfig,
-    built: BuiltContext,
-    room: int,
-    *,
-    stream: bool,
+    run: SearchRun, mapped: Mapped, config: GlobalConfig, built: BuiltContext, room: int, *, stream: bool
 ) -> SearchResult | StreamingResult:
-    """The map calls, the points ranked, and the reduce call over the best of them."""
-    points, grounding, min_score, best_similarity = rank_points(index, run, mapped, config)
-    vouched = any(p.model_score for p in points)  # the map model scored a point above 0 itself
-    # Neither the map model nor the embedder found anything: no point reaches the reduce.
-    far = best_similarity is not None and best_similarity < config.min_similarity and not vouched
-    if far:
-        run.notes.append(
-            f"no finding is near the question (best query cosine {best_similarity:.2f} < "
-            f"GlobalConfig.min_similarity={config.min_similarity}) and the map model scored every "
-            "point 0: the reduce call was skipped"
-        )
+    """The map calls, and the reduce call over the best of their points (GraphRAG's rule: a
+    point the map model scored 0 never reaches the reduce)."""
+    points = map_points(run, mapped, config)
     with run.timer("reduce_context"):
-        reduce_text, kept, reduce_tokens = build_reduce_context([] if far else points, room, run.counter, min_score)
+        reduce_text, kept, reduce_tokens = build_reduce_context(points, room, run.counter)
     run.details.update(
         points=[
-            {
-                "score": p.score,
-                "model_score": p.score if p.model_score is None else p.model_score,
-                "description": p.description,
-                "batch": p.batch,
-                "source_report": p.report,
-                **({"similarity": round(g.similarity, 3), "relevance": round(g.relevance, 3)} if g else {}),
-            }
-            for p, g in zip(points, grounding)
+            {"score": p.score, "description": p.description, "batch": p.batch, "source_report": p.report}
+            for p in points
         ],
         points_in_reduce=len(kept),
         reduce_context=reduce_text,
         reduce_tokens=reduce_tokens,
     )
-    if not kept and not far:
-        run.notes.append(
-            "no map answer found anything helpful (every point's importance is 0): the reduce call was skipped"
-        )
+    if not kept:
+        run.notes.append("no map answer found anything helpful (every point scored 0): the reduce call was skipped")
     # context_tokens of a global result: everything the model read, map batches and reduce points.
     sections = {"map": built.tokens, "reduce": reduce_tokens}
     reduce_built = BuiltContext(reduce_text, built.sources, built.tokens + reduce_tokens, room, sections)
-    # Grounded, the reduce is not offered "the context does not say": a 0.5B reduce took that way
-    # out with relevant points in front of it, and a question nothing is near never reaches it.
-    # GraphRAG's ranking (relevance_weight=0) offers it, as GraphRAG's reduce prompt does.
-    messages = reduce_messages(reduce_text, run.query, may_decline=config.relevance_weight <= 0) if kept else None
     return run.answer(
         reduce_built,
-        messages,
+        reduce_messages(reduce_text, run.query) if kept else None,
         max_tokens=config.reduce_max_tokens,
         category="reduce",
         stream=stream,
         cite=("Reports",),
         context=built.text + "\n\n=====Reduce=====\n" + reduce_text,
-        given_reports=point_reports(kept, {r.id for r in built.sources.reports}),
     )

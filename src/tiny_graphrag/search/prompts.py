@@ -96,36 +96,33 @@ If no finding is about the question, return one point with score 0.
 # The reduce call writes the final answer (GraphRAG's reduce: a response that summarizes the
 # analysts' points). It must serve both a question about one fact (the answer first, in its
 # first sentence, which is what bench/answers.py scores) and one about the whole corpus ("main
-# themes": the main points, each cited). The way out, "The context does not say", is offered only
-# when the map model itself scored every point 0 (points kept by grounding alone): offered always,
-# a 0.5B reduce took it with the map's relevant points in front of it (bench/RESULTS.md).
-REDUCE_DECLINE = " If no key point is relevant to the question, write: " + NOT_IN_CONTEXT
+# themes": the main points, each cited), and may say "The context does not say" as GraphRAG's does.
 REDUCE_SYSTEM = "You answer questions using only the analysts' key points you are given. You are accurate and concise."
 
-REDUCE_USER = """---Analysts' key points (most important first)---
+REDUCE_USER = (
+    """---Analysts' key points (most important first)---
 {context}
 ---End of key points---
 
-Each key point above was written by an analyst who read part of the data, and cites its reports as [Data: Reports (ids)]. Using only these points, answer the question below. Start with the answer itself in one short sentence. If the question is about a whole topic (themes, trends, an overview), then give the main points in a few short sentences, most important first. End each sentence with the reports that support it as [Data: Reports (ids)].{decline}
+Each key point above was written by an analyst who read part of the data, and cites its reports as [Data: Reports (ids)]. Using only these points, answer the question below. Start with the answer itself in one short sentence. If the question is about a whole topic (themes, trends, an overview), then give the main points in a few short sentences, most important first. End each sentence with the reports that support it as [Data: Reports (ids)]. If no key point is relevant to the question, write: """
+    + NOT_IN_CONTEXT
+    + """
 
 Question: {query}
 Answer:"""
-
-
-MIN_MAP_POINTS = 3  # a 0.5B model stopped after one point, which left a reduce for "main themes" one fact
+)
 
 
 def map_schema(max_points: int, findings: Sequence[str]) -> dict[str, Any]:
-    """The JSON schema a map answer is constrained to: points naming findings of its batch (by
-    id), at least MIN_MAP_POINTS (fewer when `max_points` or the findings are fewer), so a small
-    model reads past its first one; unhelpful ones score 0."""
+    """The JSON schema a map answer is constrained to: at most `max_points` points naming findings
+    of its batch (by id); unhelpful ones score 0."""
     most = max(1, min(max_points, len(findings)))
     return {
         "type": "object",
         "properties": {
             "points": {
                 "type": "array",
-                "minItems": min(MIN_MAP_POINTS, most),
+                "minItems": 1,
                 "maxItems": most,
                 "items": {
                     "type": "object",
@@ -184,11 +181,8 @@ def map_messages(context: str, query: str) -> list[dict]:
     return _chat(MAP_SYSTEM, MAP_USER, context=context, query=query)
 
 
-def reduce_messages(context: str, query: str, *, may_decline: bool = True) -> list[dict]:
-    """`may_decline`: offer the "does not say" answer (see REDUCE_USER)."""
-    return _chat(
-        REDUCE_SYSTEM, REDUCE_USER, context=context, query=query, decline=REDUCE_DECLINE if may_decline else ""
-    )
+def reduce_messages(context: str, query: str) -> list[dict]:
+    return _chat(REDUCE_SYSTEM, REDUCE_USER, context=context, query=query)
 
 
 def prompt_tokens(messages: list[dict], count) -> int:

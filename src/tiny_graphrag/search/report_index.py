@@ -1,7 +1,7 @@
 """The tables global search maps: community reports, or a RAPTOR tree's summaries taken as reports.
 
 `GlobalIndex` numbers the reports (a report's citation id is its row, the same in every search),
-groups them by level and packs a level's map batches once; `TreeIndex` holds the
+groups them by level; `TreeIndex` holds the
 tree's summaries and vectors for tree search, and `tree_as_reports` turns them into a
 `GlobalIndex` whose top layer is level 0.
 """
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from tiny_graphrag.errors import InputError
 from tiny_graphrag.index.store import IndexStore
 from tiny_graphrag.records import Report, TreeNode
-from tiny_graphrag.search.config import GlobalConfig
 from tiny_graphrag.search.context import pack_report_batches
 from tiny_graphrag.search.tokens import TokenCounter
 from tiny_graphrag.search.vectors import VectorIndex
@@ -44,7 +43,7 @@ class GlobalIndex:
             for cid, kids in (children or {}).items()
             if cid in self.id_of
         }
-        self._packed: dict[tuple, tuple[int, int]] = {}
+        self._level_tokens: dict[tuple, int] = {}
 
     @property
     def levels(self) -> list[int]:
@@ -53,22 +52,14 @@ class GlobalIndex:
     def at_level(self, level: int) -> list[tuple[int, Report]]:
         return [(self.id_of[r.community_id], r) for r in self.reports if r.level == level]
 
-    def packed(self, level: int, chunk_tokens: int, counter: TokenCounter, seed: int | None) -> tuple[int, int]:
-        """(map calls, map tokens) of every report of a level, packed once per engine and setting."""
-        key = (level, chunk_tokens, counter.name, seed)
-        if key not in self._packed:
-            batches = pack_report_batches(self.at_level(level), chunk_tokens, counter, seed=seed)
-            self._packed[key] = (len(batches), sum(b.tokens for b in batches))
-        return self._packed[key]
-
     def level_tokens(self, chunk_tokens: int, counter: TokenCounter) -> int:
-        """The map tokens of the largest level's reports (dynamic selection's `dynamic_share` is of these)."""
-        return max((self.packed(lv, chunk_tokens, counter, None)[1] for lv in self.levels), default=0)
-
-    def choose_level(self, config: GlobalConfig, chunk_tokens: int, counter: TokenCounter) -> int:
-        """The deepest level needing at most `max_map_chunks` map calls, else the root level."""
-        fitting = [lv for lv in self.levels if self.packed(lv, chunk_tokens, counter, None)[0] <= config.max_map_chunks]
-        return max(fitting, default=self.levels[0])
+        """The map tokens of the largest level's reports (dynamic selection's `dynamic_share` is of
+        these), packed once per engine and setting."""
+        key = (chunk_tokens, counter.name)
+        if key not in self._level_tokens:
+            packed = (pack_report_batches(self.at_level(lv), chunk_tokens, counter, seed=None) for lv in self.levels)
+            self._level_tokens[key] = max((sum(b.tokens for b in batches) for batches in packed), default=0)
+        return self._level_tokens[key]
 
 
 def tree_as_reports(nodes: Sequence[TreeNode], vectors: VectorIndex) -> GlobalIndex:

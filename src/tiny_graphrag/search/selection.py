@@ -7,9 +7,8 @@ the index's own embeddings (no model call):
 
 - A report's score is its best query cosine: the report's vector or one of its findings' (a
   report about many things is near a question through one finding, rarely as a whole).
-- Relevance places that score between the scored reports' median (0) and the best (1), as
-  grounding.py does for map points: a broad question ("the main themes?") is far from every
-  report, so only the ranking says which are nearer.
+- Relevance places that score between the scored reports' median (0) and the best (1): a broad
+  question ("the main themes?") is far from every report, so only the ranking says which are nearer.
 - From the root level down: a report under `dynamic_cutoff` is left out and so are its
   children (an irrelevant parent rules them out; a lone root, about everything, never is); a relevant report whose children include a
   relevant one is replaced by its children (more specific, the same entities), else kept.
@@ -65,19 +64,10 @@ class Selection:
         return self.considered[:n]
 
 
-@dataclass(frozen=True)
-class Similarities:
-    """The question's cosine to every report (its vector's or its best finding's, by report id),
-    and the median over every finding of the index (grounding's zero for the mapped points)."""
-
-    by_report: dict[int, float]
-    finding_median: float | None
-
-
 def report_similarities(
     globals_: GlobalIndex, query_vector: np.ndarray, embed: Callable[[list[str]], np.ndarray]
-) -> Similarities:
-    """Each report's best query cosine: its own vector's, or its best finding's."""
+) -> dict[int, float]:
+    """Each report's best query cosine (by report id): its own vector's, or its best finding's."""
     best: dict[int, float] = {rid: -1.0 for rid in range(len(globals_.reports))}
     if globals_.vectors is not None and len(globals_.vectors):
         for cid, sim in zip(globals_.vectors.ids, globals_.vectors.similarities(query_vector)):
@@ -85,11 +75,11 @@ def report_similarities(
                 best[globals_.id_of[cid]] = float(sim)
     texts = [(rid, text) for rid, r in enumerate(globals_.reports) for _, text in map_findings(rid, r)]
     if not texts:
-        return Similarities(best, None)
+        return best
     sims = np.asarray(embed([t for _, t in texts]), dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
     for (rid, _), sim in zip(texts, sims):
         best[rid] = max(best[rid], float(sim))
-    return Similarities(best, float(np.median(np.maximum(sims, 0.0))))
+    return best
 
 
 def select_reports(

@@ -51,10 +51,7 @@ class QueryRequest(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION)
     mode: Literal["local", "global", "naive", "tree"] = "local"
     level: int | None = Field(
-        None, ge=0, description="global search: the deepest level to select from (selection level: the level mapped)"
-    )
-    selection: Literal["dynamic", "level"] | None = Field(
-        None, description="global search: the reports nearest the question (dynamic, the default) or a whole level"
+        None, ge=0, description="global search: the deepest level to select the reports nearest the question from"
     )
     over: Literal["reports", "tree"] | None = Field(None, description="global search: map reports or tree summaries")
     strategy: Literal["collapsed", "traversal"] | None = Field(None, description="tree search")
@@ -161,8 +158,8 @@ def create_app(
     )
     async def query(name: str, body: QueryRequest, request: Request) -> Response:
         s = served(name)
-        if (body.level is not None or body.over is not None or body.selection is not None) and body.mode != "global":
-            raise HTTPException(422, "level, over and selection are only for global search")
+        if (body.level is not None or body.over is not None) and body.mode != "global":
+            raise HTTPException(422, "level and over are only for global search")
         if body.strategy is not None and body.mode != "tree":
             raise HTTPException(422, "strategy is only for tree search")
         if body.mode == "tree" and not s.info["tree"]:  # the library's message names the operator's fix: a rebuild
@@ -215,7 +212,7 @@ async def _sse(first: tuple[str, dict], rest: AsyncIterator[tuple[str, dict]]) -
 def _search(s: ServedIndex, body: QueryRequest) -> Callable[[bool], SearchResult | StreamingResult]:
     """The engine call the request asks for (with its own settings and call counters)."""
     config, g = s.engine.config, s.engine.config.global_
-    global_ = replace(g, source=body.over or g.source, selection=body.selection or g.selection)
+    global_ = replace(g, source=body.over or g.source)
     config = replace(config, context_tokens=body.context_tokens or config.context_tokens, global_=global_)
     engine = s.engine.configured(config)
     by_mode: dict[str, dict[str, Any]] = {"global": {"level": body.level}, "tree": {"strategy": body.strategy}}
