@@ -210,7 +210,8 @@ def test_query_context_tokens_caps_the_data_text_first(built):
     from tiny_graphrag.search.tokens import approximate_tokens
 
     work, _ = built
-    args = ("query", "local", "Where was Obama born?", "--index", "graphs/doc", "--only-context")
+    # GraphRAG's context (a large reader's): tables filling the budget
+    args = ("query", "local", "Where was Obama born?", "--index", "graphs/doc", "--only-context", "--reader", "large")
     full = _cli(*args, cwd=work).stdout.split("----- context -----", 1)[1]
     capped = _cli(*args, "--context-tokens", "64", cwd=work).stdout.split("----- context -----", 1)[1]
     # No model is loaded, so budgets are counted with the stated over-estimate.

@@ -11,7 +11,7 @@ from _names_index import build_names_index
 
 from tiny_graphrag import load_index
 from tiny_graphrag.outputs.notebook import SizePlot
-from tiny_graphrag.search.config import LocalConfig
+from tiny_graphrag.search.config import LocalConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine
 
 
@@ -21,7 +21,7 @@ def built(tmp_path_factory):
 
 
 def test_search_result_links_each_citation_to_its_text(built):
-    with QueryEngine(built.path) as qe:
+    with QueryEngine(built.path, config=SearchConfig(reader="large")) as qe:
         # The real context (no model call), with GraphRAG's entity table so an entity can be cited.
         ctx = qe.local_search("朱元璋", only_context=True, config=LocalConfig(entity_table=True))
     chunk, entity = ctx.sources.chunks[0], ctx.sources.entities[0]

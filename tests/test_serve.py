@@ -231,7 +231,7 @@ def test_a_chunked_body_within_the_limit_is_read(served):
         status, reply, _ = raw_post(
             url, "Transfer-Encoding: chunked", [b"%x\r\n%s\r\n0\r\n\r\n" % (len(question), question)]
         )
-    assert status == 200 and b"-----Sources-----" in reply, reply
+    assert status == 200 and b'"context":"[' in reply, reply  # the evidence, "[1] Title: ..."
 
 
 def test_a_bug_is_answered_in_json_not_plain_text(served, monkeypatch):
@@ -346,7 +346,7 @@ def test_one_generation_at_a_time_over_a_socket(index):
         _wait_for(url, waiting=1)
         llm.gate.set()
         a.join(30), c.join(30)
-        assert first[-1]["answer"].startswith("They met at O'Hare.") and third[-1]["mode"] == "local"
+        assert first[-1]["answer"].startswith("They met at O'Hare") and third[-1]["mode"] == "local"
         assert {"position": 1} in third and httpx.get(f"{url}/api/status").json()["turns"] == 2
 
 
