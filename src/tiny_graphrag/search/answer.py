@@ -296,8 +296,7 @@ class SearchRun:
         if not evidence.kept:
             near = f" (the closest passages: {listing(closest, 3)})" if closest else ""
             return self.answer(built, None, max_tokens=0, stream=stream, declined=NO_SENTENCE_ANSWER + near)
-        form = question_form(self.query)
-        self.details["form"] = form
+        self.details["form"] = form = question_form(self.query)
         kept = evidence.kept
 
         def finish(text: str) -> tuple[str, dict[str, tuple[int, ...]]]:
@@ -306,7 +305,7 @@ class SearchRun:
                 self.notes.append(ECHO_NOTE)
             cited = []
             for item in items_of(answer, form):
-                ids = list(dict.fromkeys(sid_of[kept[i].passage.chunk.id] for i in supporting(item, kept, self.query)))
+                ids = [sid_of[kept[i].passage.chunk.id] for i in supporting(item, kept, self.query)]  # one per passage
                 cited.append(f"{item} [Data: Sources ({', '.join(map(str, ids))})]" if ids else item)
             return ("; ".join(cited) if form == "list" else cited[0]) if answer else answer, {}
 
