@@ -16,7 +16,7 @@ edge (one per (head, tail, label); multigraph key = label)
     label, score (max model score), weight (number of supporting mentions == len(provenance)),
     provenance (doc_id, chunk_id, start, end) spanning both mentions, document-level, hid (from (head, tail, label))
 
-graph.graph: schema (Schema.to_dict()), merges (list of undo records, see merge.py),
+graph.graph: schema (Schema.to_dict()), merges (list of merge records, see merge.py),
 type_conflicts (key -> {"chosen", "votes"}), dropped_relations (reason -> count),
 dropped_entities (reason -> count).
 """
@@ -228,7 +228,7 @@ def assign_hids(graph: nx.MultiDiGraph) -> None:
     A hid depends on its key only (not on a position), so documents added elsewhere leave it
     unchanged and unchanged report prompts hit the cache. Rebuilding the storage order makes
     everything downstream (communities, reports) see the same order whether or not merges
-    happened or were undone.
+    happened.
     """
     nodes = sorted(graph.nodes(data=True), key=lambda n: n[0])
     edges = sorted(graph.edges(keys=True, data=True), key=lambda e: (e[0], e[1], e[2]))

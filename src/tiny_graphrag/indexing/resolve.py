@@ -15,7 +15,7 @@ String rules (all within one entity type):
 * spelling        the same name up to spaces/hyphens/dots, or near-identical spellings
                   (difflib ratio >= ``string_threshold`` token by token).
 
-Every merge is recorded in ``graph.graph["merges"]`` with what is needed to undo it (merge.py).
+Every merge is recorded in ``graph.graph["merges"]`` (merge.py).
 """
 
 from __future__ import annotations
