@@ -235,10 +235,6 @@ def _check_max_tokens(max_tokens: int) -> None:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
 
 
-# --------------------------------------------------------------------------------------------
-# llama.cpp backend
-
-
 class LlamaCppLLM:
     """A local GGUF model run by llama-cpp-python: an `LLM` backend without a cache (see `open_llm`).
 

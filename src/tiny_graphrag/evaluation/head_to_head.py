@@ -78,7 +78,6 @@ def collect_answers(engine: QueryEngine, questions: Sequence[Question], mode: st
     return out
 
 
-# ---- judging -----------------------------------------------------------------------------------
 _JUDGE_SYSTEM = (
     "You are an impartial judge. You compare two answers to the same question on one criterion "
     "only. The order of the answers says nothing about their quality, and a longer answer is not "

@@ -57,7 +57,6 @@ def ask_list(llm: LLM, user: str, name: str, item: dict, n: int, max_tokens: int
     return (ask(llm, QG_SYSTEM, user, schema, max_tokens) or {}).get(name, [])
 
 
-# ---- questions ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Question:
     text: str

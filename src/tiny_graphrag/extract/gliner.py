@@ -46,7 +46,6 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-# ---- loading ------------------------------------------------------------------------------
 def clear_model_cache() -> None:
     """Forget the loaded GLiNER and GLiREL models (frees memory; the next use loads again)."""
     clear_models("gliner")
@@ -195,7 +194,6 @@ def load_glirel(path: Path, rt: Runtime, models_dir: str | os.PathLike[str] | No
     return cached_model("glirel", _key(path, rt), load)
 
 
-# ---- words and token spans ----------------------------------------------------------------
 def word_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) character offsets of the words GLiREL reads (its default splitter: WORD_RE)."""
     return [(m.start(), m.end()) for m in WORD_RE.finditer(text)]
@@ -221,7 +219,6 @@ def _token_spans(
     return spans
 
 
-# ---- relations ----------------------------------------------------------------------------
 def _pairs_independent(config: Any) -> bool:
     """Whether GLiREL scores each mention pair from that pair alone (then the other mentions sent
     with it do not change its score). Refinement layers attend across all pairs, and entity
@@ -290,7 +287,6 @@ class GlirelRelations:
         return out
 
 
-# ---- the extractor ------------------------------------------------------------------------
 class GlinerGlirelExtractor:
     """Entities of the schema's types with GLiNER, relations of its labels with GLiREL."""
 

@@ -44,8 +44,6 @@ log = logging.getLogger(__name__)
 
 Span = tuple[str, str, int, int]  # (doc_id, chunk_id, start, end), document-level offsets
 
-# ---- names ---------------------------------------------------------------------------------
-
 # Apostrophe look-alikes become ASCII so "Obama’s" and "Obama's" share a key.
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'", "\uff07": "'"})
 # Stripped from either end. Not '#', '+', '&', '%', '$', '@': they are part of names (C#, C++, AT&T).
@@ -99,9 +97,6 @@ def _matching_close(s: str) -> int:
             if depth == 0:
                 return i
     return -1
-
-
-# ---- building ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -244,8 +239,6 @@ def assign_hids(graph: nx.MultiDiGraph) -> None:
         data["hid"] = edge_hids[(u, v, k)]
         graph.add_edge(u, v, key=k, **data)
 
-
-# ---- persistence ---------------------------------------------------------------------------
 
 _REBUILD = "Rebuild the index with `tiny-graphrag build`"
 _CORE_STATE = ("graph", "_node", "_adj", "_succ", "_pred")

@@ -64,9 +64,6 @@ class _Link:
     score: float
 
 
-# ---- public API ----------------------------------------------------------------------------
-
-
 def resolve_aliases(
     graph: nx.MultiDiGraph,
     *,
@@ -109,9 +106,6 @@ def resolve_aliases(
     return done
 
 
-# ---- grouping ------------------------------------------------------------------------------
-
-
 def _representative(graph: nx.MultiDiGraph, keys: Iterable[str]) -> str:
     """Most mentions, then the longer display name, then the smallest key (for determinism)."""
     nodes = graph.nodes
@@ -137,9 +131,6 @@ def _embedding_filter(graph: nx.MultiDiGraph, links: list[_Link], embed: Embed, 
         else:
             log.debug("not merging %r and %r: embedding similarity %.3f < %.3f", a, b, cosine, threshold)
     return kept
-
-
-# ---- string rules --------------------------------------------------------------------------
 
 
 def _tokens(key: str) -> tuple[str, ...]:

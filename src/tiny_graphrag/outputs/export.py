@@ -109,8 +109,6 @@ def _plain(data: dict) -> dict:
     return json.loads(_dumps(data))  # tuples -> lists, numpy-free plain values
 
 
-# ---- Neo4j ------------------------------------------------------------------------------------
-
 # neo4j-admin import headers (name:type, :ID, :LABEL, :START_ID...); LOAD CSV reads the same
 # headers as plain column names, so the Cypher script quotes them with backticks.
 _NODE_HEADER = ["id:ID", "name", "type", "mentions:int", "aliases", "provenance", "hid:int", ":LABEL"]
