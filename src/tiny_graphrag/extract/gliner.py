@@ -128,10 +128,9 @@ def glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
     if isinstance(found, str):
         return Path(found).parent
     raise ModelLoadError(
-        f"could not load the GLiREL model at {model_dir}: it rebuilds its encoder from the backbone "
-        f"'{name}' (model_name in glirel_config.json), which is not on this machine. To fix: put that "
-        f"model's folder at {model_dir / 'backbone'} or {models_dir / Path(name).name}, or in the "
-        "Hugging Face cache."
+        f"could not load the GLiREL model at {model_dir}: it rebuilds its encoder from the backbone '{name}' "
+        "(model_name in glirel_config.json), which is not on this machine. To fix: put that model's folder at "
+        f"{model_dir / 'backbone'} or {models_dir / Path(name).name}, or in the Hugging Face cache."
     )
 
 

@@ -212,9 +212,7 @@ def _drop_reason(graph: nx.MultiDiGraph, schema: Schema, head: str, tail: str, l
         return "self_loop"
     if schema.relation(label) is None:
         return "unknown_label"
-    if not schema.allows(label, graph.nodes[head]["type"], graph.nodes[tail]["type"]):
-        return "type_constraint"
-    return ""
+    return "" if schema.allows(label, graph.nodes[head]["type"], graph.nodes[tail]["type"]) else "type_constraint"
 
 
 def assign_hids(graph: nx.MultiDiGraph) -> None:

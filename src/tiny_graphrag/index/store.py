@@ -329,9 +329,8 @@ class IndexStore:
             shape = "x".join(map(str, matrix.shape))
             count = len(row_ids) if isinstance(row_ids, list) else "no list of"
             raise IndexFormatError(
-                f"the '{name}' vectors of {self.path} do not match their ids ({count} ids in {ids.name} for "
-                f"a {shape} array in {npy.name}); the index is damaged: rebuild it with "
-                "`tiny-graphrag build ... --force`"
+                f"the '{name}' vectors of {self.path} do not match their ids ({count} ids in {ids.name} for a {shape} "
+                f"array in {npy.name}); the index is damaged: rebuild it with `tiny-graphrag build ... --force`"
             )
         unknown = self._unknown_ids(name, row_ids)
         if unknown:

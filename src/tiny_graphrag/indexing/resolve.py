@@ -65,10 +65,7 @@ class _Link:
 
 
 def resolve_aliases(
-    graph: nx.MultiDiGraph,
-    *,
-    embed: Embed | None = None,
-    config: ResolutionConfig = ResolutionConfig(),
+    graph: nx.MultiDiGraph, *, embed: Embed | None = None, config: ResolutionConfig = ResolutionConfig()
 ) -> list[Merge]:
     """Merge obvious aliases in place and return the merges done (also in graph.graph["merges"])."""
     if not config.enabled or graph.number_of_nodes() < 2:

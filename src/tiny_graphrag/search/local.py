@@ -52,7 +52,7 @@ def search_local(
                 "matched": e.matched,
             }
             for e in cand.linked
-        ],
+        ]
     )
     if run.reader == "small":
         run.answer_room(LOCAL_CITATIONS)
