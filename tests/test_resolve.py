@@ -1,4 +1,4 @@
-"""Conservative alias resolution, merge bookkeeping and undo."""
+"""Conservative alias resolution and merge bookkeeping."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tiny_graphrag.config import ResolutionConfig
-from tiny_graphrag.index.graph import assign_hids, build_graph, load_graph, normalize_name, save_graph
-from tiny_graphrag.indexing.merge import merge_nodes, merges, undo_merge
+from tiny_graphrag.index.graph import build_graph, load_graph, normalize_name, save_graph
+from tiny_graphrag.indexing.merge import merge_nodes, merges
 from tiny_graphrag.indexing.resolve import resolve_aliases
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, Merge, RelationMention, short_ids
 from tiny_graphrag.schema import Schema
@@ -174,34 +174,7 @@ def test_disabled_config_does_nothing() -> None:
     assert g.number_of_nodes() == 6
 
 
-# ---- undo -----------------------------------------------------------------------------------
-
-
-def test_undo_all_restores_the_graph_exactly() -> None:
-    g = graph_of(OBAMA + [("Jordan", "Person"), ("Jordan", "Location")], OBAMA_RELATIONS)
-    before = snapshot(g)
-    done = resolve_aliases(g)
-    assert len(done) == 2
-    for m in done:  # oldest first: undo must cope with later merges still applied
-        assert undo_merge(g, m.alias) == m
-    assert snapshot(g) == before
-    assert list(g) == sorted(g)  # storage order is restored too
-    assert merges(g) == []
-
-
-def test_undo_one_merge_equals_never_doing_it() -> None:
-    g = graph_of(OBAMA, OBAMA_RELATIONS)
-    resolve_aliases(g)
-    undo_merge(g, "obama")
-
-    expected = graph_of(OBAMA, OBAMA_RELATIONS)
-    merge_nodes(expected, "president obama", "barack obama", reason="title-stripped")
-    assign_hids(expected)
-    assert snapshot(g) == snapshot(expected)
-    assert g.has_edge("obama", "barack obama", key="related to")
-
-
-def test_undo_restores_type_conflicts() -> None:
+def test_merge_combines_type_conflicts() -> None:
     mentions = [
         ("Barack Obama", "Person"),
         ("Barack Obama", "Person"),
@@ -215,14 +188,6 @@ def test_undo_restores_type_conflicts() -> None:
     (m,) = resolve_aliases(g)
     assert m.canonical == "obama"  # three mentions beat two
     assert g.graph["type_conflicts"] == {"obama": {"chosen": "Person", "votes": {"Person": 4, "Location": 1}}}
-    undo_merge(g, "barack obama")
-    assert snapshot(g) == before
-
-
-def test_undo_unknown_alias() -> None:
-    g = graph_of(OBAMA)
-    with pytest.raises(KeyError, match="no merge"):
-        undo_merge(g, "obama")
 
 
 def test_merged_graph_survives_save_and_load(tmp_path: Path) -> None:
@@ -231,8 +196,7 @@ def test_merged_graph_survives_save_and_load(tmp_path: Path) -> None:
     save_graph(g, tmp_path / "graph.pkl")
     loaded = load_graph(tmp_path / "graph.pkl")
     assert snapshot(loaded) == snapshot(g)
-    undo_merge(loaded, "obama")  # undo records are plain data that survive the pickle
-    assert "obama" in loaded
+    assert merges(loaded) == merges(g) != []  # merge records are plain data that survive the pickle
 
 
 # ---- embeddings -----------------------------------------------------------------------------
@@ -281,3 +245,10 @@ def test_real_embedder_keeps_obvious_aliases_and_vetoes_a_weak_pair(minilm) -> N
     pair = [("Denzel Washington", "Person"), ("Washington", "Person")]
     assert len(resolve_aliases(graph_of(pair))) == 1
     assert resolve_aliases(graph_of(pair), embed=minilm) == []
+
+
+def test_merges_reads_the_undo_records_of_older_indexes() -> None:
+    g = graph_of(OBAMA)
+    old = {"alias": "obama", "canonical": "barack obama", "type": "Person", "reason": "token-subset", "score": 1.0}
+    g.graph["merges"] = [{**old, "alias_node": {}, "alias_edges": [], "canonical_node": {}, "touched_edges": []}]
+    assert merges(g) == [Merge("obama", "barack obama", "Person", "token-subset", 1.0)]

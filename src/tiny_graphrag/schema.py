@@ -72,7 +72,6 @@ class Schema:
         rel = self.relation(label)
         return rel is not None and rel.allows(head_type, tail_type)
 
-    # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, origin: str = "schema") -> Schema:
         if not isinstance(data, Mapping):

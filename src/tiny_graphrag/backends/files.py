@@ -17,14 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tiny_graphrag.errors import (
-    InputError,
-    ModelLoadError,
-    ModelNotFoundError,
-    OutputError,
-    TinyGraphRAGError,
-    require,
-)
+from tiny_graphrag.errors import InputError, ModelLoadError, ModelNotFoundError, OutputError, TinyGraphRAGError, require
 from tiny_graphrag.index.manifest import sha256_file
 
 log = logging.getLogger(__name__)
@@ -138,9 +131,8 @@ def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike[str] |
     # say that path, not <models dir>/<path>.
     if name.startswith("~") or len(Path(name).parts) > 1:
         raise ModelNotFoundError(
-            f"{kind} model '{name}' not found: there is no file or folder at {Path(name).expanduser()}. To fix: "
-            f"check the path, or give a file name under the models dir {base}/ (set by --models-dir or "
-            f"${ENV_MODELS_DIR})."
+            f"{kind} model '{name}' not found: there is no file or folder at {Path(name).expanduser()}. To fix: check "
+            f"the path, or give a file name under the models dir {base}/ (set by --models-dir or ${ENV_MODELS_DIR})."
         )
     how = (
         f"run `tiny-graphrag models download --only {name}` on a machine with network access "

@@ -69,9 +69,8 @@ def load_failure(path: Path, exc: Exception, n_ctx: int, version: str) -> ModelL
     if "llama_context" in str(exc) or (trained and n_ctx > trained):
         trained_note = f"; the model was trained for {trained}" if trained else ""
         return ModelLoadError(
-            f"llama.cpp could not create a context of n_ctx={n_ctx:,} tokens for {path} ({exc}{trained_note}): "
-            f"its memory does not fit. To fix: lower --n-ctx (LLMConfig.n_ctx), e.g. to "
-            f"{min(trained or 4096, 4096)}."
+            f"llama.cpp could not create a context of n_ctx={n_ctx:,} tokens for {path} ({exc}{trained_note}): its "
+            f"memory does not fit. To fix: lower --n-ctx (LLMConfig.n_ctx), e.g. to {min(trained or 4096, 4096)}."
         )
     arch = gguf_architecture(path) or "unknown"
     return ModelLoadError(

@@ -82,10 +82,9 @@ class LLM(Protocol):
 
 def context_window_error(prompt_tokens: int, max_tokens: int, n_ctx: int) -> ContextWindowError:
     return ContextWindowError(
-        f"the prompt is {prompt_tokens} tokens, but with n_ctx={n_ctx} and max_tokens={max_tokens} "
-        f"only {max(n_ctx - max_tokens, 0)} prompt tokens fit. To fix: raise LLMConfig.n_ctx "
-        f"(the model's context window), lower the output max_tokens (e.g. LLMConfig.max_report_tokens), "
-        f"or give the prompt less context."
+        f"the prompt is {prompt_tokens} tokens, but with n_ctx={n_ctx} and max_tokens={max_tokens} only "
+        f"{max(n_ctx - max_tokens, 0)} prompt tokens fit. To fix: raise LLMConfig.n_ctx (the model's context window), "
+        "lower the output max_tokens (e.g. LLMConfig.max_report_tokens), or give the prompt less context."
     )
 
 
@@ -215,9 +214,7 @@ def property_order(schema: object) -> list[object]:
     if isinstance(schema, dict):
         names = list(schema["properties"]) if isinstance(schema.get("properties"), dict) else []
         return names + [property_order(v) for v in schema.values() if isinstance(v, (dict, list))]
-    if isinstance(schema, list):
-        return [property_order(v) for v in schema]
-    return []
+    return [property_order(v) for v in schema] if isinstance(schema, list) else []
 
 
 def _accepts(function: Callable[..., Any], name: str) -> bool:
@@ -233,10 +230,6 @@ def _check_max_tokens(max_tokens: int) -> None:
     # llama.cpp reads max_tokens <= 0 as "until the window is full": refuse it instead.
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-
-
-# --------------------------------------------------------------------------------------------
-# llama.cpp backend
 
 
 class LlamaCppLLM:
@@ -278,9 +271,7 @@ class LlamaCppLLM:
 
     # -- LLM protocol -----------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
-        if not text:
-            return 0
-        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
 
     def _run_kwargs(self, messages: Messages, options: CompleteOptions) -> dict[str, Any]:
         schema, grammar, max_tokens = options.get("schema"), options.get("grammar"), options.get("max_tokens", 512)

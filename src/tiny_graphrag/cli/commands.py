@@ -21,7 +21,6 @@ from tiny_graphrag.search.config import GlobalConfig
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # what `shown` escapes
 
 
-# ---- export and view -----------------------------------------------------------------------
 def _export(args) -> None:
     from tiny_graphrag.outputs.export import export_index
 

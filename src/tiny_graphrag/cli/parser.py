@@ -141,19 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
     )
     opt("llm.max_report_tokens", "output budget per community report", flag="--report-max-tokens")
-    opt(
-        "llm.report_context_tokens",
-        "context budget per community report (default: what --n-ctx leaves)",
-    )
+    opt("llm.report_context_tokens", "context budget per community report (default: what --n-ctx leaves)")
     opt("llm.report_min_size", "communities of fewer entities get no report (default: 1, all)")
     opt("extraction.entity_threshold", "minimum entity score, in [0, 1]")
     opt("extraction.relation_threshold", "minimum relation score, in [0, 1]")
     opt("chunking.max_tokens", "chunk size in word tokens")
     opt("chunking.overlap_tokens", "chunk overlap in word tokens, less than --max-tokens", _whole(0), "--overlap")
-    opt(
-        "communities.max_cluster_size",
-        "largest community before Leiden splits it into the next level",
-    )
+    opt("communities.max_cluster_size", "largest community before Leiden splits it into the next level")
     opt("extraction.device", "torch device: cpu, cuda, cuda:N or mps (default: cuda, mps, else cpu)", _device)
     opt("models_dir", "where models live (default: $TINY_GRAPHRAG_MODELS or ./models)")
     opt(
@@ -282,10 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--a", default="global", choices=["global", "naive", "local"], help="first search mode")
     e.add_argument("--b", default="naive", choices=["global", "naive", "local"], help="second search mode")
     e.add_argument(
-        "--answer-tokens",
-        type=_whole(16),
-        default=700,
-        help="each answer is cut to this many tokens for the judge",
+        "--answer-tokens", type=_whole(16), default=700, help="each answer is cut to this many tokens for the judge"
     )
     e.add_argument("--llm", help="GGUF that answers (default: the one the index was built with)")
     e.add_argument("--chat-format", help="llama.cpp chat format of --judge, when the GGUF has no template")

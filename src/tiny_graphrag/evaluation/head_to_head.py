@@ -78,11 +78,9 @@ def collect_answers(engine: QueryEngine, questions: Sequence[Question], mode: st
     return out
 
 
-# ---- judging -----------------------------------------------------------------------------------
 _JUDGE_SYSTEM = (
-    "You are an impartial judge. You compare two answers to the same question on one criterion "
-    "only. The order of the answers says nothing about their quality, and a longer answer is not "
-    "better unless the criterion says so."
+    "You are an impartial judge. You compare two answers to the same question on one criterion only. The order of the "
+    "answers says nothing about their quality, and a longer answer is not better unless the criterion says so."
 )
 _JUDGE_SCHEMA = object_schema(reason=text_field(), winner={"enum": ["1", "2", "tie"]})
 

@@ -57,7 +57,6 @@ def ask_list(llm: LLM, user: str, name: str, item: dict, n: int, max_tokens: int
     return (ask(llm, QG_SYSTEM, user, schema, max_tokens) or {}).get(name, [])
 
 
-# ---- questions ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Question:
     text: str
@@ -98,9 +97,8 @@ def generate_questions(
     n_users = math.ceil(n / (tasks * per_task))
     about = f"Description of the collection:\n{description}\n\n"
     prompt = (
-        f"{about}Name {n_users} different kinds of people who would read this collection "
-        "(for example a student, a journalist, a historian), each with one sentence on who they are "
-        "and why they read it."
+        f"{about}Name {n_users} different kinds of people who would read this collection (for example a student, a "
+        "journalist, a historian), each with one sentence on who they are and why they read it."
     )
     user_schema = object_schema(name=text_field(60), description=text_field())
     users: dict[str, dict] = {}  # by lower-cased name: a name given twice is one user

@@ -27,9 +27,7 @@ class Verdict:
     @property
     def agree(self) -> bool | None:
         """Whether both orders named the same winner (None when one of them was unusable)."""
-        if self.a_first is None or self.b_first is None:
-            return None
-        return self.a_first == self.b_first
+        return None if self.a_first is None or self.b_first is None else self.a_first == self.b_first
 
     @property
     def score(self) -> float:

@@ -37,7 +37,6 @@ class Extractor(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
-# ---- factory ------------------------------------------------------------------------------
 # name -> "module:Class". Strings keep the factory import-free until an extractor is chosen;
 # `register_extractor` lets a later backend (e.g. an LLM extractor) plug in without edits here.
 _REGISTRY: dict[str, str | Callable[..., Extractor]] = {
@@ -72,7 +71,6 @@ def make_extractor(
     return factory(schema, config, models_dir=models_dir)
 
 
-# ---- shared helpers -----------------------------------------------------------------------
 Relations = list[list[RelationMention]]
 
 

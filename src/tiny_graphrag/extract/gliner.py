@@ -46,7 +46,6 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-# ---- loading ------------------------------------------------------------------------------
 def clear_model_cache() -> None:
     """Forget the loaded GLiNER and GLiREL models (frees memory; the next use loads again)."""
     clear_models("gliner")
@@ -129,10 +128,9 @@ def glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
     if isinstance(found, str):
         return Path(found).parent
     raise ModelLoadError(
-        f"could not load the GLiREL model at {model_dir}: it rebuilds its encoder from the backbone "
-        f"'{name}' (model_name in glirel_config.json), which is not on this machine. To fix: put that "
-        f"model's folder at {model_dir / 'backbone'} or {models_dir / Path(name).name}, or in the "
-        "Hugging Face cache."
+        f"could not load the GLiREL model at {model_dir}: it rebuilds its encoder from the backbone '{name}' "
+        "(model_name in glirel_config.json), which is not on this machine. To fix: put that model's folder at "
+        f"{model_dir / 'backbone'} or {models_dir / Path(name).name}, or in the Hugging Face cache."
     )
 
 
@@ -195,7 +193,6 @@ def load_glirel(path: Path, rt: Runtime, models_dir: str | os.PathLike[str] | No
     return cached_model("glirel", _key(path, rt), load)
 
 
-# ---- words and token spans ----------------------------------------------------------------
 def word_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) character offsets of the words GLiREL reads (its default splitter: WORD_RE)."""
     return [(m.start(), m.end()) for m in WORD_RE.finditer(text)]
@@ -221,7 +218,6 @@ def _token_spans(
     return spans
 
 
-# ---- relations ----------------------------------------------------------------------------
 def _pairs_independent(config: Any) -> bool:
     """Whether GLiREL scores each mention pair from that pair alone (then the other mentions sent
     with it do not change its score). Refinement layers attend across all pairs, and entity
@@ -290,7 +286,6 @@ class GlirelRelations:
         return out
 
 
-# ---- the extractor ------------------------------------------------------------------------
 class GlinerGlirelExtractor:
     """Entities of the schema's types with GLiNER, relations of its labels with GLiREL."""
 

@@ -87,7 +87,6 @@ def optimized(model: Any, rt: Runtime, name: str) -> Any:
     return model.eval()
 
 
-# ---- encoders on ONNX Runtime ---------------------------------------------------------------
 @functools.cache
 def _work_dir() -> Path:
     """This process's export folder, removed at exit."""

@@ -99,7 +99,6 @@ class Example:
         return {r.label for r in self.relations}
 
 
-# ---- reading ----------------------------------------------------------------------------
 def read_examples(path: str | os.PathLike[str]) -> list[Example]:
     """Every example of a JSONL file (the three shapes above); a bad line is an InputError naming
     file:line and the field."""

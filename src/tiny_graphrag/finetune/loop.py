@@ -285,12 +285,7 @@ def best_threshold(model: Trainable, dev: Sequence[Example]) -> tuple[float, flo
 
 
 def train_loop(
-    model: Trainable,
-    train: Sequence[Example],
-    dev: Sequence[Example] | None,
-    settings: TrainSettings,
-    *,
-    desc: str,
+    model: Trainable, train: Sequence[Example], dev: Sequence[Example] | None, settings: TrainSettings, *, desc: str
 ) -> TrainResult:
     """Train `model` in place; at the end it holds the checkpoint with the best eval F1 (or the last)."""
     import torch

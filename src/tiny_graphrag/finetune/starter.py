@@ -125,7 +125,6 @@ def is_built(folder: Path) -> bool:
     return (folder / GLINER / "gliner_config.json").is_file() and (folder / GLIREL / "glirel_config.json").is_file()
 
 
-# ---- the data ---------------------------------------------------------------------------
 def without_domain(ex: Example) -> Example:
     """The example as the starter sees it: no held-out entity types, no relation touching them or
     of a held-out label."""
@@ -162,7 +161,6 @@ def export_splits(folder: Path, data: dict[str, list[Example]]) -> None:
         write_jsonl(folder / "data" / f"{name}.jsonl", (to_friendly(ex) for ex in exs))
 
 
-# ---- training ---------------------------------------------------------------------------
 def _settings(part: dict[str, Any], progress: bool) -> TrainSettings:
     names = ("max_steps", "batch_size", "lr", "head_lr", "freeze_layers", "max_words", "eval_every", "seed")
     return TrainSettings(

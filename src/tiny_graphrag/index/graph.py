@@ -16,7 +16,7 @@ edge (one per (head, tail, label); multigraph key = label)
     label, score (max model score), weight (number of supporting mentions == len(provenance)),
     provenance (doc_id, chunk_id, start, end) spanning both mentions, document-level, hid (from (head, tail, label))
 
-graph.graph: schema (Schema.to_dict()), merges (list of undo records, see merge.py),
+graph.graph: schema (Schema.to_dict()), merges (list of merge records, see merge.py),
 type_conflicts (key -> {"chosen", "votes"}), dropped_relations (reason -> count),
 dropped_entities (reason -> count).
 """
@@ -43,8 +43,6 @@ from tiny_graphrag.schema import Schema
 log = logging.getLogger(__name__)
 
 Span = tuple[str, str, int, int]  # (doc_id, chunk_id, start, end), document-level offsets
-
-# ---- names ---------------------------------------------------------------------------------
 
 # Apostrophe look-alikes become ASCII so "Obama’s" and "Obama's" share a key.
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'", "\uff07": "'"})
@@ -99,9 +97,6 @@ def _matching_close(s: str) -> int:
             if depth == 0:
                 return i
     return -1
-
-
-# ---- building ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -217,9 +212,7 @@ def _drop_reason(graph: nx.MultiDiGraph, schema: Schema, head: str, tail: str, l
         return "self_loop"
     if schema.relation(label) is None:
         return "unknown_label"
-    if not schema.allows(label, graph.nodes[head]["type"], graph.nodes[tail]["type"]):
-        return "type_constraint"
-    return ""
+    return "" if schema.allows(label, graph.nodes[head]["type"], graph.nodes[tail]["type"]) else "type_constraint"
 
 
 def assign_hids(graph: nx.MultiDiGraph) -> None:
@@ -228,7 +221,7 @@ def assign_hids(graph: nx.MultiDiGraph) -> None:
     A hid depends on its key only (not on a position), so documents added elsewhere leave it
     unchanged and unchanged report prompts hit the cache. Rebuilding the storage order makes
     everything downstream (communities, reports) see the same order whether or not merges
-    happened or were undone.
+    happened.
     """
     nodes = sorted(graph.nodes(data=True), key=lambda n: n[0])
     edges = sorted(graph.edges(keys=True, data=True), key=lambda e: (e[0], e[1], e[2]))
@@ -244,8 +237,6 @@ def assign_hids(graph: nx.MultiDiGraph) -> None:
         data["hid"] = edge_hids[(u, v, k)]
         graph.add_edge(u, v, key=k, **data)
 
-
-# ---- persistence ---------------------------------------------------------------------------
 
 _REBUILD = "Rebuild the index with `tiny-graphrag build`"
 _CORE_STATE = ("graph", "_node", "_adj", "_succ", "_pred")

@@ -207,9 +207,7 @@ def disk_full_error(exc: OSError, where: Path) -> TinyGraphRAGError | None:
             f"the disk is full while writing the index under {where}: free some space and rerun the "
             "build (nothing was published; finished model calls are cached and will not be redone)"
         )
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return _unwritable(where, exc)
-    return None
+    return _unwritable(where, exc) if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) else None
 
 
 def check_target(out: Path, index_dir: Path, force: bool, folder_files) -> Path:

@@ -123,7 +123,6 @@ class IndexStore:
     def close(self) -> None:
         self._db.close()
 
-    # ---- documents and chunks -----------------------------------------------------------
     def add_documents(self, docs: Iterable[Document]) -> None:
         with self._db:
             self._db.executemany(
@@ -228,7 +227,6 @@ class IndexStore:
             return []
         return sorted(r[0] for r in rows)
 
-    # ---- graph ----------------------------------------------------------------------------
     def save_graph(self, graph: nx.MultiDiGraph[str]) -> None:
         from tiny_graphrag.index.graph import save_graph
 
@@ -243,7 +241,6 @@ class IndexStore:
             self._graph = load_graph(self.path / GRAPH)  # a missing file: IndexFormatError, with the fix
         return self._graph
 
-    # ---- communities and reports ----------------------------------------------------------
     def save_communities(self, communities: Sequence[Community]) -> None:
         rows = [
             (c.id, c.level, c.parent, *map(json.dumps, (list(c.children), list(c.nodes), [list(e) for e in c.edges])))
@@ -303,7 +300,6 @@ class IndexStore:
             for d in (json.loads(body) for (body,) in rows)
         ]
 
-    # ---- vectors --------------------------------------------------------------------------
     def save_vectors(self, name: str, ids: Sequence[str], matrix: np.ndarray) -> None:
         if len(ids) != len(matrix):
             raise ValueError(f"vectors '{name}': {len(ids)} ids for {len(matrix)} rows")
@@ -333,9 +329,8 @@ class IndexStore:
             shape = "x".join(map(str, matrix.shape))
             count = len(row_ids) if isinstance(row_ids, list) else "no list of"
             raise IndexFormatError(
-                f"the '{name}' vectors of {self.path} do not match their ids ({count} ids in {ids.name} for "
-                f"a {shape} array in {npy.name}); the index is damaged: rebuild it with "
-                "`tiny-graphrag build ... --force`"
+                f"the '{name}' vectors of {self.path} do not match their ids ({count} ids in {ids.name} for a {shape} "
+                f"array in {npy.name}); the index is damaged: rebuild it with `tiny-graphrag build ... --force`"
             )
         unknown = self._unknown_ids(name, row_ids)
         if unknown:
@@ -361,7 +356,6 @@ class IndexStore:
     def has_vectors(self, name: str) -> bool:
         return (self.path / VECTORS / f"{name}.npy").is_file()
 
-    # ---- completion -------------------------------------------------------------------------
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         """Write the manifest last, with hashes of every file, making the index complete."""
         self._db.commit()

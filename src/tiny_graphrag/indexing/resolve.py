@@ -15,7 +15,7 @@ String rules (all within one entity type):
 * spelling        the same name up to spaces/hyphens/dots, or near-identical spellings
                   (difflib ratio >= ``string_threshold`` token by token).
 
-Every merge is recorded in ``graph.graph["merges"]`` with what is needed to undo it (merge.py).
+Every merge is recorded in ``graph.graph["merges"]`` (merge.py).
 """
 
 from __future__ import annotations
@@ -64,14 +64,8 @@ class _Link:
     score: float
 
 
-# ---- public API ----------------------------------------------------------------------------
-
-
 def resolve_aliases(
-    graph: nx.MultiDiGraph,
-    *,
-    embed: Embed | None = None,
-    config: ResolutionConfig = ResolutionConfig(),
+    graph: nx.MultiDiGraph, *, embed: Embed | None = None, config: ResolutionConfig = ResolutionConfig()
 ) -> list[Merge]:
     """Merge obvious aliases in place and return the merges done (also in graph.graph["merges"])."""
     if not config.enabled or graph.number_of_nodes() < 2:
@@ -109,9 +103,6 @@ def resolve_aliases(
     return done
 
 
-# ---- grouping ------------------------------------------------------------------------------
-
-
 def _representative(graph: nx.MultiDiGraph, keys: Iterable[str]) -> str:
     """Most mentions, then the longer display name, then the smallest key (for determinism)."""
     nodes = graph.nodes
@@ -137,9 +128,6 @@ def _embedding_filter(graph: nx.MultiDiGraph, links: list[_Link], embed: Embed, 
         else:
             log.debug("not merging %r and %r: embedding similarity %.3f < %.3f", a, b, cosine, threshold)
     return kept
-
-
-# ---- string rules --------------------------------------------------------------------------
 
 
 def _tokens(key: str) -> tuple[str, ...]:

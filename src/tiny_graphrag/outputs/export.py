@@ -80,7 +80,7 @@ def community_levels(store: IndexStore) -> dict[str, dict[int, str]]:
 def json_graph(store: IndexStore) -> nx.MultiDiGraph:
     """The index graph with plain JSON values (tuples as lists) and a `communities` {level: id} per node."""
     graph, levels = store.graph(), community_levels(store)
-    # merges are undo records (copies of whole nodes and edges) for `resolve`, not part of the graph
+    # merges are records of `resolve` (in old indexes, copies of whole nodes and edges), not part of the graph
     g: nx.MultiDiGraph[str] = nx.MultiDiGraph(**{k: v for k, v in graph.graph.items() if k != "merges"})
     for key, data in graph.nodes(data=True):
         g.add_node(key, **_plain(data), communities={str(lvl): cid for lvl, cid in levels.get(key, {}).items()})
@@ -108,8 +108,6 @@ def _scalars(data: dict) -> dict:
 def _plain(data: dict) -> dict:
     return json.loads(_dumps(data))  # tuples -> lists, numpy-free plain values
 
-
-# ---- Neo4j ------------------------------------------------------------------------------------
 
 # neo4j-admin import headers (name:type, :ID, :LABEL, :START_ID...); LOAD CSV reads the same
 # headers as plain column names, so the Cypher script quotes them with backticks.

@@ -79,8 +79,7 @@ def search_result_html(result) -> str:
         f"<p style='white-space:pre-wrap'>{answer}</p>{notes}"
         + (f"<details open><summary>cited ({len(cited)})</summary><ol>{''.join(cited)}</ol></details>" if cited else "")
         + f"<details><summary>context the model saw ({result.context_tokens} tokens, {result.llm_calls} "
-        f"LLM calls)</summary><pre style='white-space:pre-wrap'>{html.escape(result.context)}</pre>"
-        "</details></div>"
+        f"LLM calls)</summary><pre style='white-space:pre-wrap'>{html.escape(result.context)}</pre></details></div>"
     )
 
 

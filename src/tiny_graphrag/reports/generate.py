@@ -142,13 +142,7 @@ def fallback_report(community: Community, context: ReportContext) -> Report:
     )
 
 
-def generate_report(
-    community: Community,
-    context: ReportContext,
-    llm: LLM,
-    *,
-    max_report_tokens: int = 800,
-) -> Report:
+def generate_report(community: Community, context: ReportContext, llm: LLM, *, max_report_tokens: int = 800) -> Report:
     """One report from its context: constrained generation, one retry if cut off, then repair."""
     messages = report_messages(context.text, grounded=bool(context.sources))
     schema = report_schema(max_report_tokens, context.source_ids)

@@ -112,9 +112,8 @@ class SearchRun:
         self._llm, self._documents = llm, documents
         self.timer = Timer()
         self.notes: list[str] = []
-        self.details: dict[str, Any] = {}
+        self.details: dict[str, Any] = {"only_context": only_context}
         self.usage: dict[str, Usage] = {}
-        self.details["only_context"] = only_context
 
     @property
     def llm(self) -> CachedLLM:
@@ -135,11 +134,10 @@ class SearchRun:
             long_query = room + query >= MIN_CONTEXT_TOKENS + 16  # a short (16-token) query would fit
             cause = "the query is too long" if long_query else f"n_ctx={self.n_ctx} is too small for any query"
             raise InputError(
-                f"{cause}: the {what} prompt without any data is already {fixed} tokens ({query} of them the "
-                f"query; {self.counter.name}), and with n_ctx={self.n_ctx} and {max_tokens} answer tokens only "
-                f"{max(room, 0)} tokens would be left for data, under the minimum of {MIN_CONTEXT_TOKENS}. To fix: "
-                f"raise --n-ctx (LLMConfig.n_ctx in "
-                f"Python){', or shorten the query' if long_query else ''}"
+                f"{cause}: the {what} prompt without any data is already {fixed} tokens ({query} of them the query; "
+                f"{self.counter.name}), and with n_ctx={self.n_ctx} and {max_tokens} answer tokens only {max(room, 0)} "
+                f"tokens would be left for data, under the minimum of {MIN_CONTEXT_TOKENS}. To fix: raise --n-ctx "
+                f"(LLMConfig.n_ctx in Python){', or shorten the query' if long_query else ''}"
             )
         budgets = [int(b) for b in (self.context_tokens, wanted) if b]
         budget = min(budgets) if budgets else room
@@ -296,8 +294,7 @@ class SearchRun:
         if not evidence.kept:
             near = f" (the closest passages: {listing(closest, 3)})" if closest else ""
             return self.answer(built, None, max_tokens=0, stream=stream, declined=NO_SENTENCE_ANSWER + near)
-        form = question_form(self.query)
-        self.details["form"] = form
+        self.details["form"] = form = question_form(self.query)
         kept = evidence.kept
 
         def finish(text: str) -> tuple[str, dict[str, tuple[int, ...]]]:
@@ -306,7 +303,7 @@ class SearchRun:
                 self.notes.append(ECHO_NOTE)
             cited = []
             for item in items_of(answer, form):
-                ids = list(dict.fromkeys(sid_of[kept[i].passage.chunk.id] for i in supporting(item, kept, self.query)))
+                ids = [sid_of[kept[i].passage.chunk.id] for i in supporting(item, kept, self.query)]  # one per passage
                 cited.append(f"{item} [Data: Sources ({', '.join(map(str, ids))})]" if ids else item)
             return ("; ".join(cited) if form == "list" else cited[0]) if answer else answer, {}
 

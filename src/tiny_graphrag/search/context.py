@@ -49,7 +49,6 @@ def join_sections(sections: Sequence[str]) -> str:
     return "\n\n".join(s for s in sections if s)
 
 
-# ---- sources ---------------------------------------------------------------------------------
 def source_chunk(chunk: Chunk, sid: int) -> SourceChunk:
     return SourceChunk(sid, chunk.id, chunk.doc_id, chunk.start, chunk.end, chunk.text)
 
@@ -124,7 +123,6 @@ SOURCE_HEADER = "id|text"
 GENERIC_RELATIONS = frozenset({"related to"})  # the general schema's catch-all, the co-occurrence default
 
 
-# ---- naive -----------------------------------------------------------------------------------
 def build_naive_context(
     chunks: Sequence[Chunk],
     sid_of: Mapping[str, int],
@@ -137,7 +135,6 @@ def build_naive_context(
     return BuiltContext(text, Sources(chunks=tuple(kept)), n, budget, {"sources": n})
 
 
-# ---- local -----------------------------------------------------------------------------------
 def local_budgets(budget: int, config: LocalConfig) -> dict[str, int]:
     """Token shares: reports, entities + relationships, text (GraphRAG: 15% / 35% / 50%)."""
     reports = int(budget * config.community_share)
@@ -202,7 +199,6 @@ def build_local_context(
     return BuiltContext(full, sources, total, budget, tokens, {"budgets": shares})
 
 
-# ---- global ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MapBatch:
     """One map call's reports, as the findings it shows: (id, report id, text) of each."""

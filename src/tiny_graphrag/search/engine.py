@@ -145,7 +145,6 @@ class QueryEngine:
         self.load_seconds = round(time.perf_counter() - t0, 3)
         log.info("query engine for %s ready in %.1fs", self.path, self.load_seconds)
 
-    # ---- loading ------------------------------------------------------------------------------
     def _embedder_for(self, info: dict[str, Any], given: str | os.PathLike[str] | None, device: str | None) -> Embedder:
         if given is not None:
             return Embedder(str(given), models_dir=self.models_dir, device=device)
@@ -207,7 +206,6 @@ class QueryEngine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- what the search modes share ------------------------------------------------------------
     def begin(self, mode: str, query: str, *, only_context: bool, where: Where | None = None) -> SearchRun:
         """A run of one search: budgets counted with the LLM's tokenizer, except for
         `only_context`, which never loads the model (it uses the loaded one, or the estimate).
@@ -254,7 +252,6 @@ class QueryEngine:
         params = getattr(llm, "n_params", None)
         return "large" if isinstance(params, int) and params >= SMALL_READER_PARAMS else "small"
 
-    # ---- the modes ----------------------------------------------------------------------------
     def naive_search(
         self,
         query: str,

@@ -90,17 +90,14 @@ def title_line(text: str) -> str:
     title of a passage or a section, else ""."""
     head, sep, rest = text.partition("\n")
     head = head.strip()
-    if sep and rest.strip() and head and len(head.split()) <= 16 and not head.endswith((".", "?", "!", ":")):
-        return head
-    return ""
+    heading = sep and rest.strip() and head and len(head.split()) <= 16 and not head.endswith((".", "?", "!", ":"))
+    return head if heading else ""
 
 
 def passage_of(chunk: Chunk, fallback_title: str) -> Passage:
     """`fallback_title` (the document's name and place) when the chunk does not open with a heading."""
     head = title_line(chunk.text)
-    if head:
-        return Passage(chunk, head, chunk.text.index("\n") + 1)
-    return Passage(chunk, fallback_title, 0)
+    return Passage(chunk, head, chunk.text.index("\n") + 1) if head else Passage(chunk, fallback_title, 0)
 
 
 def sentences_of(p: Passage) -> list[tuple[int, int]]:
@@ -140,8 +137,7 @@ def select_evidence(
     words = content_words(query)
     score = _scores(text_of, vectors, qvec, words, prior, config)
     if config.second_hop and len(cands) > 1:
-        first = [int(i) for i in np.argsort(-score, kind="stable")]
-        top = first[: config.hops]
+        top = [int(i) for i in np.argsort(-score, kind="stable")[: config.hops]]
         hops = [f"{query} {text_of[i]}" for i in top]
         hop_vecs = np.asarray(embed(hops), dtype=np.float32)
         if more is not None:  # passages a joined question finds that the question alone did not

@@ -74,8 +74,7 @@ def search_themes(
         return run.result(built)
     if not lines:
         run.notes.append(f"no sentence is near the question (GlobalConfig.min_similarity={config.min_similarity})")
-        return run.given(built, NO_DATA_ANSWER, stream=stream)
-    return run.given(built, "\n".join(lines), stream=stream)
+    return run.given(built, "\n".join(lines) or NO_DATA_ANSWER, stream=stream)
 
 
 def nearest_sentences(index: SearchIndex, chunks: Sequence[Chunk], qvec: np.ndarray) -> list[Quote]:

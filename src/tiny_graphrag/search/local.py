@@ -52,12 +52,12 @@ def search_local(
                 "matched": e.matched,
             }
             for e in cand.linked
-        ],
+        ]
     )
     if run.reader == "small":
         run.answer_room(LOCAL_CITATIONS)
-        chunks = index.store.chunks_by_id(candidate_chunks(index, run, cand, config)[: run.evidence.passages])
-        return answer_from_passages(index, run, chunks, index.embed_query(run.query), stream=stream)
+        ids = candidate_chunks(index, run, cand, config)
+        return answer_from_passages(index, run, ids, index.embed_query(run.query), stream=stream)
     built = local_context(index, run, cand, config)
     run.details.update(budgets=dict(built.details.get("budgets", {})), section_tokens=dict(built.section_tokens))
     return run.answer_context(built, LOCAL_CITATIONS, stream=stream, cite=("Sources",))

@@ -12,7 +12,6 @@ from functools import partial
 
 import numpy as np
 
-from tiny_graphrag.records import Chunk
 from tiny_graphrag.search.answer import SearchRun
 from tiny_graphrag.search.evidence import select_evidence
 from tiny_graphrag.search.index import SearchIndex
@@ -20,9 +19,10 @@ from tiny_graphrag.search.result import SearchResult, StreamingResult
 
 
 def answer_from_passages(
-    index: SearchIndex, run: SearchRun, chunks: Sequence[Chunk], qvec: np.ndarray, *, stream: bool
+    index: SearchIndex, run: SearchRun, ids: Sequence[str], qvec: np.ndarray, *, stream: bool
 ) -> SearchResult | StreamingResult:
-    """`chunks`: the mode's passages, best first (none: nothing relevant was found)."""
+    """`ids`: the chunks of the mode's passages, best first (none: nothing relevant was found)."""
+    chunks = index.store.chunks_by_id(ids[: run.evidence.passages])
     with run.timer("context"):
         evidence = select_evidence(
             run.query,

@@ -71,20 +71,17 @@ def supporting(item: str, kept: Sequence[Sentence], query: str) -> list[int]:
         return []
     needle = f" {' '.join(want)} "
     hits = [i for i, s in enumerate(kept) if needle in f" {' '.join(tokens(s.passage.title + ' ' + s.text))} "]
-    if not hits and want[0] not in YES_NO:
-        need = set(want) - {"and", "of", "in"}
-        overlap = [(len(need & set(tokens(s.passage.title + " " + s.text))), i) for i, s in enumerate(kept)]
-        best = max((o for o, _ in overlap), default=0)
-        hits = [i for o, i in overlap if o == best and 2 * o >= len(need) and o > 0]
     if not hits and want[0] in YES_NO:
         hits = list(range(len(kept)))
-    chosen: list[int] = []
-    passages: set[str] = set()
+    elif not hits:
+        need = set(want) - {"and", "of", "in"}
+        overlap = [(len(need & set(tokens(s.passage.title + " " + s.text))), i) for i, s in enumerate(kept)]
+        most = max((o for o, _ in overlap), default=0)
+        hits = [i for o, i in overlap if o == most and 2 * o >= len(need) and o > 0]
+    best: dict[str, int] = {}  # passage -> its best supporting sentence
     for i in sorted(hits, key=lambda i: -kept[i].score):
-        if kept[i].passage.chunk.id not in passages and len(passages) < MAX_CITED:
-            passages.add(kept[i].passage.chunk.id)
-            chosen.append(i)
-    return chosen
+        best.setdefault(kept[i].passage.chunk.id, i)
+    return list(best.values())[:MAX_CITED]
 
 
 def echoes_question(answer: str, query: str) -> bool:

@@ -55,6 +55,4 @@ FALLBACK = TokenCounter(approximate_tokens, "approximate (no LLM loaded)", exact
 
 def counter_for(llm: LLM | None) -> TokenCounter:
     """The LLM's tokenizer when there is an LLM, else the fallback."""
-    if llm is None:
-        return FALLBACK
-    return TokenCounter(llm.count_tokens, f"{llm.name} tokenizer", exact=True)
+    return FALLBACK if llm is None else TokenCounter(llm.count_tokens, f"{llm.name} tokenizer", exact=True)

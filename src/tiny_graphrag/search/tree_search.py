@@ -122,8 +122,7 @@ def search_tree(
     if run.reader == "small":  # the chunks the ranked nodes reach, in rank order (a summary: those it covers)
         reached = dict.fromkeys(c for n, _ in ranked for c in (tree.nodes[n].chunks if n in tree.nodes else [n]))
         run.details.update(strategy=config.strategy, ranking=ranked[:10])
-        chunks = index.store.chunks_by_id(list(reached)[: run.evidence.passages]) if relevant else []
-        return answer_from_passages(index, run, chunks, qvec, stream=stream)
+        return answer_from_passages(index, run, list(reached) if relevant else [], qvec, stream=stream)
     with run.timer("context"):
         built = build_tree_context(index, tree, ranked if relevant else [], room, run.counter)
     run.details.update(budget=room, strategy=config.strategy, ranking=ranked[:10], **built.details)

@@ -102,7 +102,6 @@ def create_app(
             raise NotFound(f"no index '{name}' is served here; served: {', '.join(indexes)}")
         return indexes[name]
 
-    # ---- the page ---------------------------------------------------------------------------------
     @app.get("/", include_in_schema=False)
     def page() -> Response:
         return Response(_package_text("page.html"), media_type="text/html")
@@ -114,7 +113,6 @@ def create_app(
         text = vis_network_script("The web page's graph panel") if name.startswith("vis") else _package_text(name)
         return Response(text, media_type=STATIC[name])
 
-    # ---- what an index holds ----------------------------------------------------------------------
     @app.get("/api/indexes", summary="the served indexes")
     def list_indexes() -> list[dict]:
         return [{"name": n, "answering": s.answering, "counts": s.info["counts"]} for n, s in indexes.items()]
@@ -151,7 +149,6 @@ def create_app(
     def report(name: str, community: str) -> dict:
         return served(name).report(community)
 
-    # ---- questions --------------------------------------------------------------------------------
     @app.post(
         "/api/indexes/{name}/query",
         summary="ask a question: the SearchResult as JSON, or server-sent events with `stream`",

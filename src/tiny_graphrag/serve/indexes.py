@@ -57,7 +57,6 @@ class ServedIndex:
         at0 = sorted((c for c in engine.index.communities if c.level == 0), key=lambda c: -len(c.nodes))
         self.colour = {k: PALETTE[n % len(PALETTE)] for n, c in enumerate(at0) for k in c.nodes}
 
-    # ---- sources and documents ----------------------------------------------------------------
     def source(self, sid: int) -> dict:
         """A cited text chunk (`[Data: Sources (sid)]`) in its document, with the text around it."""
         store = self.engine.store
@@ -87,7 +86,6 @@ class ServedIndex:
             "window": {"offset": lo, "text": doc.text[lo:hi]},
         }
 
-    # ---- entities and the graph ---------------------------------------------------------------
     def entity_key(self, name: str | None = None, hid: int | None = None) -> str:
         graph = self.engine.index.graph
         if hid is not None:
@@ -159,7 +157,6 @@ class ServedIndex:
             "more": len(around) + len(seeds) - len(shown),
         }
 
-    # ---- communities and reports --------------------------------------------------------------
     def communities(self) -> list[dict]:
         reports = self.engine.index.reports_by_community
         return [
