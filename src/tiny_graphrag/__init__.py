@@ -1,7 +1,6 @@
 """tiny-graphrag: a small, fully local GraphRAG library.
 
-Importing the package loads no model, torch or spaCy: names are resolved lazily on first use.
-"""
+Importing the package loads no model, torch or spaCy: names are resolved lazily on first use."""
 
 from __future__ import annotations
 

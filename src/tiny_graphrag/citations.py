@@ -1,8 +1,7 @@
 """Citations: [Data: Entities (1, 2); Relationships (3); Sources (4); Reports (5)].
 
-One syntax for community reports and search answers, so one parser serves both: parsing,
-removing ids a reader was never shown, and stripping citations from text quoted elsewhere.
-"""
+One syntax for community reports and search answers, so one parser serves both: parsing, removing ids a reader was never
+shown, and stripping citations from text quoted elsewhere."""
 
 from __future__ import annotations
 
@@ -82,10 +81,9 @@ def unresolved(text: str, sources: Citable) -> dict[str, tuple[int, ...]]:
 def check_citations(text: str, sources: Citable) -> tuple[str, dict[str, tuple[int, ...]]]:
     """(text with only resolvable citations, the ids that were removed).
 
-    A model may cite an id it was never shown (or copy one out of a report's text): such a
-    citation would point at nothing, so it is removed rather than passed on; so is a block
-    without any id, the prompt's "[Data: Reports (ids)]" copied as it stands.
-    """
+    A model may cite an id it was never shown (or copy one out of a report's text): such a citation would point at
+    nothing, so it is removed rather than passed on; so is a block without any id, the prompt's "[Data: Reports (ids)]"
+    copied as it stands."""
     bad = unresolved(text, sources)
     if not bad and not any(not re.search(r"\d", m.group(1)) for m in DATA_BLOCK.finditer(text)):
         return text, {}

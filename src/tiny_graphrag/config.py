@@ -216,9 +216,8 @@ class LLMConfig(Checked):
 class TreeConfig(Checked):
     """RAPTOR's tree of recursive summaries (Sarthi et al. 2024; parthsarthi03/raptor's defaults).
 
-    Off by default: every cluster is a model call, and on 2 CPU cores the tree adds about as
-    much build time as the community reports (bench/tree.py, bench/RESULTS.md).
-    """
+    Off by default: every cluster is a model call, and on 2 CPU cores the tree adds about as much build time as the
+    community reports (bench/tree.py, bench/RESULTS.md)."""
 
     enabled: bool = False
     reduction_dim: int = allowed(10, ">= 2")  # UMAP components (RAPTOR's reduction_dimension)
@@ -229,9 +228,8 @@ class TreeConfig(Checked):
     # Text per summary prompt; an over-budget cluster is clustered again. RAPTOR used 3,500 with
     # 4k+ windows; less keeps a CPU's prompt processing short and fits n_ctx=4096 with room.
     cluster_tokens: int = allowed(2000, ">= 64")
-    # Output per summary: RAPTOR's summarization_length. A cut-off one is asked again with 64 more;
-    # the small offline models rarely finish even then, and a longer limit did not save calls
-    # (bench/RESULTS.md, "RAPTOR trees").
+    # Output per summary: RAPTOR's summarization_length. A cut-off one is asked again with 64 more; the small offline
+    # models rarely finish even then, and a longer limit did not save calls (bench/RESULTS.md, "RAPTOR trees").
     summary_tokens: int = allowed(100, ">= 8")
     seed: int = 224  # RAPTOR's RANDOM_SEED: UMAP and the mixture are seeded, so a rebuild is identical
 

@@ -1,7 +1,6 @@
 """The typed records that flow between pipeline stages.
 
-Every stage takes records and returns records. Offsets are character offsets, end exclusive.
-"""
+Every stage takes records and returns records. Offsets are character offsets, end exclusive."""
 
 from __future__ import annotations
 
@@ -31,11 +30,9 @@ SHORT_ID_SPACE = 10**7  # ~1% of a 100k-element graph collides, and only collisi
 def short_ids(keys: Iterable[K], taken: Iterable[int] = ()) -> dict[K, int]:
     """Small stable numbers (citation ids) from content: each key's hash, mod SHORT_ID_SPACE.
 
-    A number depends only on its key, so adding or removing other elements leaves it unchanged
-    and an unchanged community's report prompt stays the same (a cache hit). Collisions are
-    resolved by probing in sorted key order, so the result is a function of the set of keys
-    alone (an updated index equals a fresh build of the same documents).
-    """
+    A number depends only on its key, so adding or removing other elements leaves it unchanged and an unchanged
+    community's report prompt stays the same (a cache hit). Collisions are resolved by probing in sorted key order, so
+    the result is a function of the set of keys alone (an updated index equals a fresh build of the same documents)."""
     used = set(taken)
     out: dict[K, int] = {}
     for key in sorted(set(keys)):
@@ -177,10 +174,9 @@ class Report:
     def text(self) -> str:
         """The report as plain text, as it is embedded and shown to the model.
 
-        A string whose words another of its strings already holds is left out: a small model
-        writes a finding's summary as the first words of its explanation (cut with "…" at its
-        bound), and the map model copied such fragments as its points ("Obama's economic
-        stimulus package ended…") instead of the sentence they begin."""
+        A string whose words another of its strings already holds is left out: a small model writes a finding's summary
+        as the first words of its explanation (cut with "…" at its bound), and the map model copied such fragments as
+        its points ("Obama's economic stimulus package ended…") instead of the sentence they begin."""
         pieces = [self.summary] + [s for f in self.findings for s in (f.summary, f.explanation)]
         shown = [not _repeats(i, pieces) for i in range(len(pieces))]
         lines = [f"# {self.title}", ""] + ([self.summary, ""] if shown[0] else [])

@@ -1,11 +1,9 @@
 """Fitting text into a token budget: one packer and one bisection for every context and prompt.
 
-`pack` fills a budget with items in order and measures the rendered whole again, dropping the
-last item until it fits, so a context never exceeds its budget even where a tokenizer merges
-tokens across item boundaries. `longest_fit` finds the longest prefix that fits by bisection.
-Tables use GraphRAG's "-----Name-----" headers and "|"-separated rows; the first column is the
-id the model cites.
-"""
+`pack` fills a budget with items in order and measures the rendered whole again, dropping the last item until it fits,
+so a context never exceeds its budget even where a tokenizer merges tokens across item boundaries. `longest_fit` finds
+the longest prefix that fits by bisection. Tables use GraphRAG's "-----Name-----" headers and "|"-separated rows; the
+first column is the id the model cites."""
 
 from __future__ import annotations
 
@@ -25,9 +23,8 @@ def pack(
     *,
     used: int = 0,
 ) -> tuple[str, list[T], int]:
-    """As many `items` as fit in `budget` tokens, in order (one too big is skipped), as (text,
-    items kept, tokens); `cost(item, kept)` is an item's share after those kept so far, `used` what
-    the frame costs.
+    """As many `items` as fit in `budget` tokens, in order (one too big is skipped), as (text, items kept, tokens);
+    `cost(item, kept)` is an item's share after those kept so far, `used` what the frame costs.
     The rendered whole is measured again and loses its last item until it fits; nothing: ("", [], 0)."""
     kept: list[T] = []
     for item in items:

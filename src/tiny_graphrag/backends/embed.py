@@ -39,10 +39,9 @@ def titled(text: str, title: str) -> str:
 
 
 class TextEmbedder(Protocol):
-    """Turns texts into L2-normalized float32 rows of width `dim`: (len(texts), dim), (0, dim) for
-    no texts. `fingerprint` identifies the model's files (it goes into cache keys and the index
-    manifest); `describe()` gives JSON-serialisable facts identifying the embeddings (name, path,
-    fingerprint)."""
+    """Turns texts into L2-normalized float32 rows of width `dim`: (len(texts), dim), (0, dim) for no texts.
+    `fingerprint` identifies the model's files (it goes into cache keys and the index manifest); `describe()` gives
+    JSON-serialisable facts identifying the embeddings (name, path, fingerprint)."""
 
     name: str
 
@@ -72,9 +71,8 @@ class Embedder:
         self.path: Path = resolve_model(model, kind="embedder", models_dir_=models_dir)
         self.name = model
         self.batch_size = batch_size
-        # A text longer than the model reads (256 word pieces for all-MiniLM-L6-v2; our 256-word
-        # chunks run ~260) is embedded as the length-weighted mean of its windows, so its tail
-        # counts; False: the model's own truncation.
+        # A text longer than the model reads (256 word pieces for all-MiniLM-L6-v2; our 256-word chunks run ~260) is
+        # embedded as the length-weighted mean of its windows, so its tail counts; False: the model's own truncation.
         self.whole_text = whole_text
         self._device = device
 
@@ -148,9 +146,8 @@ class Embedder:
 class CachedEmbedder:
     """An embedder behind the call cache, one entry per text: an update embeds only new texts.
 
-    Rows are stored as base64 float32, so a cached row is bit-identical to the one computed.
-    `calls` counts texts embedded by the model, `cache_hits` texts answered from the cache.
-    """
+    Rows are stored as base64 float32, so a cached row is bit-identical to the one computed. `calls` counts texts
+    embedded by the model, `cache_hits` texts answered from the cache."""
 
     def __init__(self, backend: TextEmbedder, cache: CallCache) -> None:
         self.backend = backend

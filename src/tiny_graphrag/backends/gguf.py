@@ -1,7 +1,6 @@
 """GGUF model files for llama.cpp: header checks, loading once per process, chat templates, output grammars.
 
-`llama_cpp` is imported only when a model is loaded or a grammar built.
-"""
+`llama_cpp` is imported only when a model is loaded or a grammar built."""
 
 from __future__ import annotations
 
@@ -152,9 +151,8 @@ def load_llama(path: Path, config: LLMConfig) -> tuple[Llama, threading.Lock]:
 def schema_grammar(schema_json: str) -> LlamaGrammar:
     """A GBNF grammar for a JSON schema whose strings cannot hold raw control characters.
 
-    llama-cpp-python's converter lets a string contain raw newlines (invalid JSON), and small
-    models then loop on lines like "\\n- 1\\n- 2" until max_tokens; JSON escapes stay allowed.
-    """
+    llama-cpp-python's converter lets a string contain raw newlines (invalid JSON), and small models then loop on lines
+    like "\\n- 1\\n- 2" until max_tokens; JSON escapes stay allowed."""
     from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
     gbnf = json_schema_to_gbnf(schema_json)
@@ -181,10 +179,8 @@ class _Captured(Exception):
 class _CaptureProxy:
     """Stands in for `Llama` inside a chat handler: everything is delegated except the model run.
 
-    This gives the exact prompt tokens and sampling arguments (stop strings, grammar) the chat
-    format produces, so the context-window check is exact and one formatting path serves both
-    `complete` and `stream`.
-    """
+    This gives the exact prompt tokens and sampling arguments (stop strings, grammar) the chat format produces, so the
+    context-window check is exact and one formatting path serves both `complete` and `stream`."""
 
     def __init__(self, llama: Llama):
         self._llama = llama
@@ -197,11 +193,10 @@ class _CaptureProxy:
 
 
 class ChatTemplate:
-    """What a loaded GGUF's chat format makes of messages: the exact `create_completion` arguments
-    (prompt tokens, stop strings, grammar), found by running llama-cpp-python's chat handler up to
-    the model call, so one formatting path serves `complete` and `stream` and the context-window
-    check counts the real prompt. A format that drops system messages (gemma's) gets them merged
-    into the first user message."""
+    """What a loaded GGUF's chat format makes of messages: the exact `create_completion` arguments (prompt tokens, stop
+    strings, grammar), found by running llama-cpp-python's chat handler up to the model call, so one formatting path
+    serves `complete` and `stream` and the context-window check counts the real prompt. A format that drops system
+    messages (gemma's) gets them merged into the first user message."""
 
     def __init__(self, llama: Llama, configured: str | None, path: Path, seed: int) -> None:
         self._llama, self.path, self.seed = llama, path, seed

@@ -1,11 +1,9 @@
 """The LLM contract, the call cache around any backend, and the llama.cpp backend.
 
-A backend only runs the model; `CachedLLM` puts every call through a `CallCache` keyed by (model
-fingerprint, request), so a rerun of an identical build replays the stored outputs and makes no
-model call, and counts calls and cache hits. `open_llm` is how build and search get one.
-`llama_cpp` is imported only when a `LlamaCppLLM` is constructed: importing this module loads
-nothing heavy.
-"""
+A backend only runs the model; `CachedLLM` puts every call through a `CallCache` keyed by (model fingerprint, request),
+so a rerun of an identical build replays the stored outputs and makes no model call, and counts calls and cache hits.
+`open_llm` is how build and search get one. `llama_cpp` is imported only when a `LlamaCppLLM` is constructed: importing
+this module loads nothing heavy."""
 
 from __future__ import annotations
 
@@ -91,10 +89,8 @@ def context_window_error(prompt_tokens: int, max_tokens: int, n_ctx: int) -> Con
 class CachedLLM:
     """Any LLM backend behind the call cache, with call counting; implements `LLM` itself.
 
-    Without a persistent cache an in-memory one still de-duplicates calls within a process.
-    Attributes the backend has beyond the protocol (a LlamaCppLLM's `llama`, `prompt_token_ids`)
-    are reachable through the wrapper.
-    """
+    Without a persistent cache an in-memory one still de-duplicates calls within a process. Attributes the backend has
+    beyond the protocol (a LlamaCppLLM's `llama`, `prompt_token_ids`) are reachable through the wrapper."""
 
     def __init__(self, backend: LLM, cache: CallCache | None = None) -> None:
         self.backend = backend
@@ -235,9 +231,8 @@ def _check_max_tokens(max_tokens: int) -> None:
 class LlamaCppLLM:
     """A local GGUF model run by llama-cpp-python: an `LLM` backend without a cache (see `open_llm`).
 
-    Calls on one loaded model are serialised by a lock; a `stream` holds it until the stream is
-    read to its end or closed, so finish (or close) a stream before the next call on that model.
-    """
+    Calls on one loaded model are serialised by a lock; a `stream` holds it until the stream is read to its end or
+    closed, so finish (or close) a stream before the next call on that model."""
 
     def __init__(self, config: LLMConfig | None = None, *, models_dir: str | os.PathLike[str] | None = None) -> None:
         self.config = config = config or LLMConfig()

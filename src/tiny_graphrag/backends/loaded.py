@@ -1,9 +1,8 @@
 """The one per-process cache of loaded models (GLiNER, GLiREL, spaCy, sentence-transformers, GGUF).
 
-Loading a model costs seconds to minutes and its memory is large, so each (kind, file, settings)
-key is loaded once per process and shared. One lock guards the table and is held while loading,
-so two threads never load the same model twice.
-"""
+Loading a model costs seconds to minutes and its memory is large, so each (kind, file, settings) key is loaded once per
+process and shared. One lock guards the table and is held while loading, so two threads never load the same model
+twice."""
 
 from __future__ import annotations
 

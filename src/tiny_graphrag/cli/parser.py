@@ -31,10 +31,9 @@ def _device(text: str) -> str:
 
 
 def _config_option(parser: argparse.ArgumentParser) -> Callable[..., None]:
-    """`add(field, help, type, flag=None, **kw)` for an option that sets a BuildConfig field ("section.name"
-    or "name"; the flag is --name with dashes unless given): its value is `args.config.<field>`, None when
-    not given (commands.build_config reads them), and its help ends with the config's default unless it
-    names its own."""
+    """`add(field, help, type, flag=None, **kw)` for an option that sets a BuildConfig field ("section.name" or "name";
+    the flag is --name with dashes unless given): its value is `args.config.<field>`, None when not given
+    (commands.build_config reads them), and its help ends with the config's default unless it names its own."""
     from tiny_graphrag.config import BuildConfig
 
     defaults = BuildConfig()

@@ -12,9 +12,8 @@
 4. Win rates: per criterion, the share of questions mode A wins (ties and split orders count
    half), with a 95% bootstrap interval over questions (`win_rates`).
 
-Every model call goes through `llm.complete(..., schema=...)`: the grammar makes even a 135M
-model's output parse, so a bad verdict is a wrong one, never a crash.
-"""
+Every model call goes through `llm.complete(..., schema=...)`: the grammar makes even a 135M model's output parse, so a
+bad verdict is a wrong one, never a crash."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Questions for the head-to-head evaluation (GraphRAG §4.1): generated from personas and tasks,
-read off the top community reports, or read from a file; and the constrained model calls that ask.
-"""
+"""Questions for the head-to-head evaluation (GraphRAG §4.1): generated from personas and tasks, read off the top
+community reports, or read from a file; and the constrained model calls that ask."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """Win rates of one answer mode over another from pairwise verdicts, with 95% bootstrap intervals.
 
-A verdict is one (question, criterion) judged in both orders. A's score is 1 for a win, 0.5 for a
-tie, 0 for a loss, averaged over the usable orders, so a verdict that flips with the order counts
-as a tie; order agreement (both orders name the same winner) is how far the judge can be trusted.
-Intervals resample whole questions, since a question's criteria are not independent.
-"""
+A verdict is one (question, criterion) judged in both orders. A's score is 1 for a win, 0.5 for a tie, 0 for a loss,
+averaged over the usable orders, so a verdict that flips with the order counts as a tie; order agreement (both orders
+name the same winner) is how far the judge can be trusted. Intervals resample whole questions, since a question's
+criteria are not independent."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The contract every extractor meets, the factory, and helpers shared by the implementations.
 
-Everything here is plain Python: importing this module loads no model, torch or spaCy.
-"""
+Everything here is plain Python: importing this module loads no model, torch or spaCy."""
 
 from __future__ import annotations
 
@@ -24,11 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @runtime_checkable
 class Extractor(Protocol):
-    """Finds typed entity mentions and relations in chunks: `extract` returns one Extraction per
-    chunk, in their order. `describe()` returns JSON-serialisable facts that change the output
-    (model paths and fingerprints, thresholds, schema): it goes into the index manifest and into
-    cache keys.
-    """
+    """Finds typed entity mentions and relations in chunks: `extract` returns one Extraction per chunk, in their order.
+    `describe()` returns JSON-serialisable facts that change the output (model paths and fingerprints, thresholds,
+    schema): it goes into the index manifest and into cache keys."""
 
     name: str
 
@@ -77,11 +74,10 @@ Relations = list[list[RelationMention]]
 def length_buckets(lengths: Sequence[int], size: int) -> list[list[int]]:
     """Indices grouped into batches of at most `size` items of similar length, longest first.
 
-    A batch is padded to its longest text, so mixing a 256-word chunk with a 40-word tail makes
-    the model encode 216 words of padding. Sorting by length and closing a batch when the next
-    text is shorter than 80% of the batch's longest bounds that waste. Attention masks hide the
-    padding, so the outputs do not change, only the order of work.
-    """
+    A batch is padded to its longest text, so mixing a 256-word chunk with a 40-word tail makes the model encode 216
+    words of padding. Sorting by length and closing a batch when the next text is shorter than 80% of the batch's
+    longest bounds that waste. Attention masks hide the padding, so the outputs do not change, only the order of
+    work."""
     if size < 1:
         raise ValueError(f"batch_size must be at least 1, got {size}")
     batches: list[list[int]] = []
@@ -122,9 +118,8 @@ def extract_batches(
 
 
 def dedupe_mentions(mentions: Iterable[EntityMention]) -> list[EntityMention]:
-    """Non-overlapping mentions sorted by position. Overlaps are resolved greedily by score, then
-    length (longer first), then position, so the result does not depend on input order; exact
-    duplicates collapse to the best one."""
+    """Non-overlapping mentions sorted by position. Overlaps are resolved greedily by score, then length (longer first),
+    then position, so the result does not depend on input order; exact duplicates collapse to the best one."""
     ranked = sorted(mentions, key=lambda m: (-m.score, -(m.end - m.start), m.start, m.type))
     kept: list[EntityMention] = []
     for m in ranked:
@@ -147,11 +142,9 @@ def enforce_constraints(relations: Iterable[RelationMention], schema: Schema) ->
 
 
 def best_label_per_pair(relations: Iterable[RelationMention]) -> list[RelationMention]:
-    """The highest-scoring relation (on a tie, the label first in sort order) for each ordered
-    (head, tail) pair, in text order. Zero-shot relation models score every label for every pair;
-    like GLiREL's own top_k=1 we keep one label per pair. Apply after `enforce_constraints`, so
-    that a disallowed top label does not hide an allowed runner-up.
-    """
+    """The highest-scoring relation (on a tie, the label first in sort order) for each ordered (head, tail) pair, in
+    text order. Zero-shot relation models score every label for every pair; like GLiREL's own top_k=1 we keep one label
+    per pair. Apply after `enforce_constraints`, so that a disallowed top label does not hide an allowed runner-up."""
     best: dict[tuple[int, int, int, int], RelationMention] = {}
     for rel in sorted(relations, key=lambda r: (-r.score, r.label)):
         best.setdefault((rel.head.start, rel.head.end, rel.tail.start, rel.tail.end), rel)

@@ -1,8 +1,7 @@
 """Extraction with a per-chunk cache: a rerun (or an update) extracts only chunks it has not seen.
 
-Results are stored as they arrive, in slices or streamed from an executor (Ray actors), so a
-crash keeps every finished chunk. The stored form is plain JSON, which executors also send.
-"""
+Results are stored as they arrive, in slices or streamed from an executor (Ray actors), so a crash keeps every finished
+chunk. The stored form is plain JSON, which executors also send."""
 
 from __future__ import annotations
 
@@ -26,9 +25,8 @@ class Executor(Protocol):
         """(position in `chunks`, its extraction), in any order, as each is done."""
 
     def embedder(self, embedder: TextEmbedder, chunk_text: Callable[[Chunk], str]) -> TextEmbedder:
-        """`embedder`, running where the executor runs; `chunk_text` is what the build embeds for a
-        chunk (its text with its document's title), so an executor that embeds chunks as it extracts
-        them embeds exactly that."""
+        """`embedder`, running where the executor runs; `chunk_text` is what the build embeds for a chunk (its text with
+        its document's title), so an executor that embeds chunks as it extracts them embeds exactly that."""
 
 
 def extract_cached(

@@ -1,9 +1,8 @@
 """GLiNER for typed entities, GLiREL for typed relations, through their batch APIs.
 
-We call the models directly rather than through their spaCy wrappers: the wrappers can drop all
-entities silently, ignore thresholds and run one document at a time. Models load
-once per process (cache keyed by path, device and dtype) on first use, never at import time.
-"""
+We call the models directly rather than through their spaCy wrappers: the wrappers can drop all entities silently,
+ignore thresholds and run one document at a time. Models load once per process (cache keyed by path, device and dtype)
+on first use, never at import time."""
 
 from __future__ import annotations
 
@@ -111,11 +110,9 @@ def _quiet_transformers() -> Iterator[None]:
 def glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
     """The local folder of GLiREL's backbone (tokenizer + config).
 
-    GLiREL rebuilds its encoder with `AutoModel.from_pretrained(model_name)`, which would go to
-    the hub for a model id; it gets a folder instead: the path as saved, relative to the model
-    folder, a `backbone/` folder inside it, `<models_dir>/<last part of the name>`, or the
-    Hugging Face cache's copy.
-    """
+    GLiREL rebuilds its encoder with `AutoModel.from_pretrained(model_name)`, which would go to the hub for a model id;
+    it gets a folder instead: the path as saved, relative to the model folder, a `backbone/` folder inside it,
+    `<models_dir>/<last part of the name>`, or the Hugging Face cache's copy."""
     for c in (Path(name).expanduser(), model_dir / name, model_dir / "backbone", models_dir / Path(name).name):
         if (c / "config.json").is_file():
             return c
@@ -137,10 +134,9 @@ def glirel_backbone(name: str, model_dir: Path, models_dir: Path) -> Path:
 def load_glirel(path: Path, rt: Runtime, models_dir: str | os.PathLike[str] | None = None) -> Any:
     """A GLiREL model from a local folder (cached per process).
 
-    We read glirel_config.json and the weights ourselves instead of `GLiREL.from_pretrained`:
-    that lets us point `model_name` at a local backbone, and avoids from_pretrained's
-    incompatibility with huggingface_hub>=1 (it passes the removed `proxies`/`resume_download`).
-    """
+    We read glirel_config.json and the weights ourselves instead of `GLiREL.from_pretrained`: that lets us point
+    `model_name` at a local backbone, and avoids from_pretrained's incompatibility with huggingface_hub>=1 (it passes
+    the removed `proxies`/`resume_download`)."""
 
     def load() -> Any:
         torch = require("torch", "gliner", "GLiREL relation extraction")
@@ -157,8 +153,7 @@ def load_glirel(path: Path, rt: Runtime, models_dir: str | os.PathLike[str] | No
             raise load_error("GLiREL", path, exc, device=rt.device) from exc
         backbone = glirel_backbone(str(config.model_name), path, default_models_dir(models_dir))
         config.model_name = str(backbone)
-        # We always pass one fixed label list for the whole batch; with False GLiREL would
-        # read a label list per text.
+        # We always pass one fixed label list for the whole batch; with False GLiREL would read a label list per text.
         config.fixed_relation_types = True
         config.device = rt.device
         try:
@@ -219,10 +214,9 @@ def _token_spans(
 
 
 def _pairs_independent(config: Any) -> bool:
-    """Whether GLiREL scores each mention pair from that pair alone (then the other mentions sent
-    with it do not change its score). Refinement layers attend across all pairs, and entity
-    markers (GLiREL's or our typed ones) are inserted into the encoder's input, so either makes the
-    mentions interact."""
+    """Whether GLiREL scores each mention pair from that pair alone (then the other mentions sent with it do not change
+    its score). Refinement layers attend across all pairs, and entity markers (GLiREL's or our typed ones) are inserted
+    into the encoder's input, so either makes the mentions interact."""
     fields = ("refine_relation", "refine_prompt", "add_entity_markers", "typed_markers")
     return not any(getattr(config, f, False) for f in fields)
 

@@ -1,12 +1,11 @@
 """What GLiREL reads: its labels in prompts no longer than those it was trained with, and, for a
 model trained with them, each mention's entity type written before it (typed markers).
 
-GLiREL writes its labels before the text. Its encoder's positions are absolute: a model trained with
-prompts of a dozen labels and asked with 84 would read the text some 250 positions later than it ever
-saw it, so the labels go in chunks of at most `prompt_labels` (a field of its config), each a pass.
-Typed markers (Zhou & Chen 2021): the type word goes before each mention and inside its span, so the
-pair's representation starts at its type; GLiREL alone never sees the types.
-"""
+GLiREL writes its labels before the text. Its encoder's positions are absolute: a model trained with prompts of a dozen
+labels and asked with 84 would read the text some 250 positions later than it ever saw it, so the labels go in chunks of
+at most `prompt_labels` (a field of its config), each a pass. Typed markers (Zhou & Chen 2021): the type word goes
+before each mention and inside its span, so the pair's representation starts at its type; GLiREL alone never sees the
+types."""
 
 from __future__ import annotations
 

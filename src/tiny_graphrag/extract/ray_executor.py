@@ -1,12 +1,10 @@
 """Extraction and embedding on a Ray cluster, through Ray Data `map_batches`.
 
-`build_index(..., executor=RayExecutor(...))` sends the chunks missing from the extraction cache
-to a pool of Ray actors, each loading the models once and running the very extractor the
-in-process build would; the driver caches each result as it streams back, so an interrupted
-build redoes no finished chunk. Ray Data schedules, batches, applies back-pressure and retries
-(a dead actor is restarted and its batch rerun). Graph, communities and reports run in the
-driver as before, so a Ray build writes the same index as an in-process one.
-"""
+`build_index(..., executor=RayExecutor(...))` sends the chunks missing from the extraction cache to a pool of Ray
+actors, each loading the models once and running the very extractor the in-process build would; the driver caches each
+result as it streams back, so an interrupted build redoes no finished chunk. Ray Data schedules, batches, applies
+back-pressure and retries (a dead actor is restarted and its batch rerun). Graph, communities and reports run in the
+driver as before, so a Ray build writes the same index as an in-process one."""
 
 from __future__ import annotations
 
@@ -70,11 +68,10 @@ def _rows(batch: dict[str, np.ndarray]) -> list[Chunk]:
 
 
 class _ModelActor:
-    """A Ray Data callable class: the extractor and/or embedder (pickled from the driver), models
-    loaded once. It extracts the chunks of a batch and embeds its `embed_text` column (for chunks,
-    their text with their title): one pass over the corpus and one pool of actors (on a GPU, one
-    GPU holds all three models) instead of a second pool for the vectors.
-    """
+    """A Ray Data callable class: the extractor and/or embedder (pickled from the driver), models loaded once. It
+    extracts the chunks of a batch and embeds its `embed_text` column (for chunks, their text with their title): one
+    pass over the corpus and one pool of actors (on a GPU, one GPU holds all three models) instead of a second pool for
+    the vectors."""
 
     def __init__(self, extractor: Extractor | None, embedder: TextEmbedder | None, num_cpus: float | None):
         _threads(num_cpus)
@@ -123,11 +120,10 @@ class RayEmbedder:
 class RayExecutor:
     """Runs extraction (and, through `embedder()`, embedding) as Ray Data map_batches.
 
-    address: a Ray cluster ("host:port", "ray://host:port", "auto"); None uses the running Ray
-    instance of this process, or RAY_ADDRESS, or starts a local one. concurrency: actors per
-    stage. num_gpus: GPUs per actor (1 on a GPU cluster: each actor gets its own GPU); with 0,
-    each actor reserves num_cpus CPUs (default: the cluster's CPUs shared out between them).
-    """
+    address: a Ray cluster ("host:port", "ray://host:port", "auto"); None uses the running Ray instance of this process,
+    or RAY_ADDRESS, or starts a local one. concurrency: actors per stage. num_gpus: GPUs per actor (1 on a GPU cluster:
+    each actor gets its own GPU); with 0, each actor reserves num_cpus CPUs (default: the cluster's CPUs shared out
+    between them)."""
 
     def __init__(
         self,

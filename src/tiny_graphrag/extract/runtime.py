@@ -3,15 +3,12 @@
 Chosen from the ExtractionConfig once (`runtime_for`), applied to each model as it loads
 (`optimized`); the choice is part of the per-process model cache's key.
 
-ONNX Runtime (CPU): nearly all of an extraction's FLOPs are in the Hugging Face encoder each model
-wraps (DeBERTa-v3 for the default models). Rather than exporting each model whole (GLiREL has no
-exporter), every such encoder is exported alone (input ids and attention mask in, last hidden
-state out) and replaced by a module that runs the graph; the rest of each model, tokenization
-and decoding included, stays the library's own code. Same weights, so predictions agree with
-PyTorch's to float rounding (tests/test_extract_onnx.py; speed in bench/RESULTS.md). Each export
-goes to a temporary folder, removed once ONNX Runtime has read it (and at exit): nothing is
-written beside the user's model files.
-"""
+ONNX Runtime (CPU): nearly all of an extraction's FLOPs are in the Hugging Face encoder each model wraps (DeBERTa-v3 for
+the default models). Rather than exporting each model whole (GLiREL has no exporter), every such encoder is exported
+alone (input ids and attention mask in, last hidden state out) and replaced by a module that runs the graph; the rest of
+each model, tokenization and decoding included, stays the library's own code. Same weights, so predictions agree with
+PyTorch's to float rounding (tests/test_extract_onnx.py; speed in bench/RESULTS.md). Each export goes to a temporary
+folder, removed once ONNX Runtime has read it (and at exit): nothing is written beside the user's model files."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Entities from an installed spaCy NER pipeline; relations from GLiREL or sentence co-occurrence.
 
-spaCy's labels (OntoNotes: PERSON, ORG, GPE, ...) are mapped onto the schema's types. Relations
-come from GLiREL when its model is present, else from co-occurrence in a sentence (GraphRAG's
-"fast" NLP graph): every pair of entities in one sentence gets `config.cooccurrence_relation`.
-"""
+spaCy's labels (OntoNotes: PERSON, ORG, GPE, ...) are mapped onto the schema's types. Relations come from GLiREL when
+its model is present, else from co-occurrence in a sentence (GraphRAG's "fast" NLP graph): every pair of entities in one
+sentence gets `config.cooccurrence_relation`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """What GLiNER and GLiREL training share: settings, seeding, layer freezing, the loop (output.py: the folder).
 
-The loop is plain PyTorch over the library's own model, collator and loss (one tqdm bar showing
-the loss). The eval set's F1, measured every `eval_every` steps and at the end, chooses the
-checkpoint; output.py writes the model beside `out` and renames it into place, so an
-interrupted or failed run leaves no half-written model folder.
-"""
+The loop is plain PyTorch over the library's own model, collator and loss (one tqdm bar showing the loss). The eval
+set's F1, measured every `eval_every` steps and at the end, chooses the checkpoint; output.py writes the model beside
+`out` and renames it into place, so an interrupted or failed run leaves no half-written model folder."""
 
 from __future__ import annotations
 
@@ -174,11 +172,10 @@ def train_and_save(
 
 
 def sample_labels(rng: random.Random, own: Sequence[str], pool: Sequence[str], negatives: int, cap: int) -> list[str]:
-    """The labels one example is trained against: its own and up to `negatives` others from `pool`,
-    shuffled, at most `cap`. GLiNER's and GLiREL's collators sample these through a `set`, whose order
-    changes with each process's string hashing, so one seed trained differently from one run to the
-    next (the starter's GLiREL dev F1 moved from 20.9 to 6.0); we pass them in, drawn from a seeded
-    generator."""
+    """The labels one example is trained against: its own and up to `negatives` others from `pool`, shuffled, at most
+    `cap`. GLiNER's and GLiREL's collators sample these through a `set`, whose order changes with each process's string
+    hashing, so one seed trained differently from one run to the next (the starter's GLiREL dev F1 moved from 20.9 to
+    6.0); we pass them in, drawn from a seeded generator."""
     own = sorted(set(own))
     others = [x for x in pool if x not in own]
     labels = own + rng.sample(others, max(0, min(len(others), negatives)))
@@ -188,11 +185,10 @@ def sample_labels(rng: random.Random, own: Sequence[str], pool: Sequence[str], n
 
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:
-    """Every generator training draws from seeded with `seed`, and given back as it was afterwards:
-    the caller's random state is untouched. Python's and numpy's too, because GLiNER's and GLiREL's
-    collators sample negative labels with `random`; torch's because a new model's layers start from
-    it, and this torch starts each process with a random seed (a starter built from an encoder came
-    out different in every process)."""
+    """Every generator training draws from seeded with `seed`, and given back as it was afterwards: the caller's random
+    state is untouched. Python's and numpy's too, because GLiNER's and GLiREL's collators sample negative labels with
+    `random`; torch's because a new model's layers start from it, and this torch starts each process with a random seed
+    (a starter built from an encoder came out different in every process)."""
     import numpy as np
     import torch
 

@@ -1,9 +1,8 @@
 """Where a fine-tuned model is written: a hidden folder beside `out`, renamed into place once whole.
 
-An interrupted or failed run leaves no half-written model, and `out` is replaced only when it is
-empty or a model of ours holding nothing but what we wrote there (as an index is published over
-an index only): a user's notes, results or another model inside it are named, never removed.
-"""
+An interrupted or failed run leaves no half-written model, and `out` is replaced only when it is empty or a model of
+ours holding nothing but what we wrote there (as an index is published over an index only): a user's notes, results or
+another model inside it are named, never removed."""
 
 from __future__ import annotations
 

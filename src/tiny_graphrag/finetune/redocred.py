@@ -1,10 +1,8 @@
 """Re-DocRED as examples: one sentence per example, mentions as entities, same-sentence relations.
 
-The dev split ships inside the package (redocred_data/: xz-compressed, with its source and licence in
-README.md), so an installed package trains the starter offline with no checkout beside it.
-Tokens are joined by spaces and re-split with the extractor's tokenization (WORD_RE), so training,
-evaluation and extraction see the same words.
-"""
+The dev split ships inside the package (redocred_data/: xz-compressed, with its source and licence in README.md), so an
+installed package trains the starter offline with no checkout beside it. Tokens are joined by spaces and re-split with
+the extractor's tokenization (WORD_RE), so training, evaluation and extraction see the same words."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Micro precision/recall/F1 with 95% bootstrap intervals: the one scorer of `models evaluate` and bench.
 
-Entities count as found when span and type match exactly; relations when head span, tail span and
-label match. Counts are summed over examples (micro); the interval resamples examples with
-replacement (percentile bootstrap, fixed seed), so it reflects how much the score depends on
-which examples were drawn.
-"""
+Entities count as found when span and type match exactly; relations when head span, tail span and label match. Counts
+are summed over examples (micro); the interval resamples examples with replacement (percentile bootstrap, fixed seed),
+so it reflects how much the score depends on which examples were drawn."""
 
 from __future__ import annotations
 

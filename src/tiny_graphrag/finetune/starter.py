@@ -9,10 +9,9 @@ Recipe (all of it in RECIPE, whose hash names the folder, so a changed recipe tr
 - lower encoder layers frozen, a fixed number of steps; settings were chosen on dev only, and
   dev F1 picks the checkpoint; test is only reported.
 
-`python -m tiny_graphrag.finetune.starter` trains the pair once (`make starter`) and prints its folder;
-the folder also gets the splits as friendly JSONL (data/*.jsonl) to try the finetune/evaluate commands.
-Weights are never committed: models/ is ignored by git.
-"""
+`python -m tiny_graphrag.finetune.starter` trains the pair once (`make starter`) and prints its folder; the folder also
+gets the splits as friendly JSONL (data/*.jsonl) to try the finetune/evaluate commands. Weights are never committed:
+models/ is ignored by git."""
 
 from __future__ import annotations
 
@@ -48,10 +47,9 @@ HELD_OUT_RELATIONS = (
     "end time",
 )
 RECIPE: dict[str, Any] = {
-    # 5: more steps (dev F1 was still rising when v4 stopped); GLiREL reads each mention's entity
-    # type before it (typed markers) and its labels in prompts of at most 12, as it was trained
-    # (asked with 84 at once it read the text some 250 positions later than in training);
-    # checkpoints scored from one pass (bench/results/starter-v5-notes.md)
+    # 5: more steps (dev F1 was still rising when v4 stopped); GLiREL reads each mention's entity type before it (typed
+    # markers) and its labels in prompts of at most 12, as it was trained (asked with 84 at once it read the text some
+    # 250 positions later than in training); checkpoints scored from one pass (bench/results/starter-v5-notes.md)
     "version": 5,
     "encoder": "all-MiniLM-L6-v2",
     "data": "Re-DocRED dev (500 documents), one sentence per example",
@@ -84,11 +82,10 @@ RECIPE: dict[str, Any] = {
         "eval_every": 400,
         "dev_examples": 100,
         "seed": 0,
-        # fields of the GLiREL config. Focal loss (as GLiNER's): with BCE, the few positive pairs
-        # among ~30 pairs x 12 labels per sentence were drowned and dev F1 stayed at 1.6 after 400
-        # steps (10.6 with focal loss). The pair distance is the training sentences' length: the
-        # extractor reads chunks of several sentences, and pairs further apart were never seen.
-        # typed_markers and prompt_labels are ours (extract/glirel_input.py).
+        # fields of the GLiREL config. Focal loss (as GLiNER's): with BCE, the few positive pairs among ~30 pairs x 12
+        # labels per sentence were drowned and dev F1 stayed at 1.6 after 400 steps (10.6 with focal loss). The pair
+        # distance is the training sentences' length: the extractor reads chunks of several sentences, and pairs further
+        # apart were never seen. typed_markers and prompt_labels are ours (extract/glirel_input.py).
         "config": {
             "num_train_rel_types": 12,
             "prompt_labels": 12,
@@ -139,9 +136,8 @@ def in_domain(ex: Example) -> bool:
 
 
 def splits() -> dict[str, list[Example]]:
-    """train/dev/test (held-out types removed), and the domain's sentences fully labelled:
-    domain_pool (from train: what fine-tuning learns from), domain_dev (settings are chosen on it) and
-    domain_test (reported only)."""
+    """train/dev/test (held-out types removed), and the domain's sentences fully labelled: domain_pool (from train: what
+    fine-tuning learns from), domain_dev (settings are chosen on it) and domain_test (reported only)."""
     docs, rel_info = load_documents()
     part = split_documents(
         docs, RECIPE["split"]["seed"], RECIPE["split"]["dev_documents"], RECIPE["split"]["test_documents"]

@@ -1,10 +1,8 @@
 """A persistent cache of model calls, so that reruns resume and tests replay deterministically.
 
-Keys are hashes of (namespace, model fingerprint, request); values are JSON. One SQLite file,
-written with one transaction per put: a crash loses at most the call in flight. A file we
-create carries our marker table; an existing database without it is someone else's and is
-refused without being written to.
-"""
+Keys are hashes of (namespace, model fingerprint, request); values are JSON. One SQLite file, written with one
+transaction per put: a crash loses at most the call in flight. A file we create carries our marker table; an existing
+database without it is someone else's and is refused without being written to."""
 
 from __future__ import annotations
 

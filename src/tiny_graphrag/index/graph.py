@@ -16,10 +16,8 @@ edge (one per (head, tail, label); multigraph key = label)
     label, score (max model score), weight (number of supporting mentions == len(provenance)),
     provenance (doc_id, chunk_id, start, end) spanning both mentions, document-level, hid (from (head, tail, label))
 
-graph.graph: schema (Schema.to_dict()), merges (list of merge records, see merge.py),
-type_conflicts (key -> {"chosen", "votes"}), dropped_relations (reason -> count),
-dropped_entities (reason -> count).
-"""
+graph.graph: schema (Schema.to_dict()), merges (list of merge records, see merge.py), type_conflicts (key -> {"chosen",
+"votes"}), dropped_relations (reason -> count), dropped_entities (reason -> count)."""
 
 from __future__ import annotations
 
@@ -218,11 +216,9 @@ def _drop_reason(graph: nx.MultiDiGraph, schema: Schema, head: str, tail: str, l
 def assign_hids(graph: nx.MultiDiGraph) -> None:
     """Give nodes and edges content-derived hids, and store them in sorted key order.
 
-    A hid depends on its key only (not on a position), so documents added elsewhere leave it
-    unchanged and unchanged report prompts hit the cache. Rebuilding the storage order makes
-    everything downstream (communities, reports) see the same order whether or not merges
-    happened.
-    """
+    A hid depends on its key only (not on a position), so documents added elsewhere leave it unchanged and unchanged
+    report prompts hit the cache. Rebuilding the storage order makes everything downstream (communities, reports) see
+    the same order whether or not merges happened."""
     nodes = sorted(graph.nodes(data=True), key=lambda n: n[0])
     edges = sorted(graph.edges(keys=True, data=True), key=lambda e: (e[0], e[1], e[2]))
     node_hids = short_ids(key for key, _ in nodes)
@@ -241,10 +237,9 @@ def assign_hids(graph: nx.MultiDiGraph) -> None:
 _REBUILD = "Rebuild the index with `tiny-graphrag build`"
 _CORE_STATE = ("graph", "_node", "_adj", "_succ", "_pred")
 
-# Everything a saved graph may reference. save_graph writes only the graph class and builtins;
-# the other graph classes and the cached view classes are allowed so a plain pickle.dump of a
-# graph still loads (views hold no code) and a wrong graph class gets a clear "not a
-# MultiDiGraph" error instead of a tampering one.
+# Everything a saved graph may reference. save_graph writes only the graph class and builtins; the other graph classes
+# and the cached view classes are allowed so a plain pickle.dump of a graph still loads (views hold no code) and a wrong
+# graph class gets a clear "not a MultiDiGraph" error instead of a tampering one.
 _ALLOWED: frozenset[tuple[str, str]] = frozenset(
     [(f"networkx.classes.{n.lower()}", n) for n in ("MultiDiGraph", "DiGraph", "MultiGraph", "Graph")]
     + [("networkx.classes.coreviews", n) for n in ("AtlasView", "AdjacencyView", "MultiAdjacencyView")]

@@ -1,6 +1,5 @@
-"""Reading an index's manifest.json: every field the library reads and every file it lists is
-checked on open, so a hand-edited or damaged index is refused with the fix instead of failing
-later mid-command."""
+"""Reading an index's manifest.json: every field the library reads and every file it lists is checked on open, so a
+hand-edited or damaged index is refused with the fix instead of failing later mid-command."""
 
 from __future__ import annotations
 

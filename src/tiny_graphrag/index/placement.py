@@ -1,17 +1,14 @@
 """Where an index may be written, and putting a finished one in place without harming anything else.
 
-The one rule: nothing outside an index is ever removed or overwritten. A build may publish over
-an existing path only if that path is an index (it has our manifest) or an empty folder; with
-`force`, also over an unfinished index (only index files in it, no manifest). Anything else is
-refused before any work starts, and checked again at the moment of publishing. The inputs and
-the output may not overlap, so a build can never replace the documents it reads.
+The one rule: nothing outside an index is ever removed or overwritten. A build may publish over an existing path only if
+that path is an index (it has our manifest) or an empty folder; with `force`, also over an unfinished index (only index
+files in it, no manifest). Anything else is refused before any work starts, and checked again at the moment of
+publishing. The inputs and the output may not overlap, so a build can never replace the documents it reads.
 
-A build writes into a staging folder beside the output (same filesystem, so the final move is an
-atomic rename). Staging folders carry a marker file, and only folders with that marker are ever
-cleaned up. The index's model-call cache lives in a folder of its own beside it, named after it
-(`.NAME.cache/`, see `cache_folder`), so it survives a rebuild and lets an interrupted build resume,
-and it can never meet another program's files.
-"""
+A build writes into a staging folder beside the output (same filesystem, so the final move is an atomic rename). Staging
+folders carry a marker file, and only folders with that marker are ever cleaned up. The index's model-call cache lives
+in a folder of its own beside it, named after it (`.NAME.cache/`, see `cache_folder`), so it survives a rebuild and lets
+an interrupted build resume, and it can never meet another program's files."""
 
 from __future__ import annotations
 
@@ -159,10 +156,9 @@ LOCK_MARKER = b"tiny-graphrag: an index is being written; removed when that ends
 def index_lock(out_dir: Path) -> Iterator[None]:
     """Hold the write lock of one index, or fail at once if another process holds it.
 
-    The lock is a file beside the index (inside it, it would move away with the old version at
-    publish). The kernel releases it when the holder dies, kill -9 included; the file is removed
-    at the end only when it carries our marker, so a user's file of that name is never touched.
-    """
+    The lock is a file beside the index (inside it, it would move away with the old version at publish). The kernel
+    releases it when the holder dies, kill -9 included; the file is removed at the end only when it carries our marker,
+    so a user's file of that name is never touched."""
     path = out_dir.parent / f".{out_dir.name}.lock"
     while True:
         try:

@@ -7,9 +7,8 @@ Layout of `graphs/NAME/`::
     index.sqlite       documents, chunks (+ FTS5 keyword index), communities, reports
     vectors/NAME.npy   L2-normalized float32 rows; vectors/NAME.ids.json the row ids
 
-A build writes into a temporary sibling directory and `publish` moves it into place, so an
-interrupted build never leaves something that loads as if complete.
-"""
+A build writes into a temporary sibling directory and `publish` moves it into place, so an interrupted build never
+leaves something that loads as if complete."""
 
 from __future__ import annotations
 

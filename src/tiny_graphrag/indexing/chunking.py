@@ -1,10 +1,9 @@
 """Sentence-aware, token-bounded chunking with overlap and exact character offsets.
 
-Tokens are words as GLiNER and GLiREL count them (`\\w+(?:[-_]\\w+)*|\\S`), so a chunk's token
-count is what the extraction models see. Sentences come from spaCy's rule-based sentencizer on a
-blank English pipeline (its tokenizer keeps "U.S." and "3.14" whole; "?" and "!" end sentences),
-after splitting paragraphs on blank lines (headings and list items end there).
-"""
+Tokens are words as GLiNER and GLiREL count them (`\\w+(?:[-_]\\w+)*|\\S`), so a chunk's token count is what the
+extraction models see. Sentences come from spaCy's rule-based sentencizer on a blank English pipeline (its tokenizer
+keeps "U.S." and "3.14" whole; "?" and "!" end sentences), after splitting paragraphs on blank lines (headings and list
+items end there)."""
 
 from __future__ import annotations
 
@@ -70,9 +69,8 @@ def _split_long(text: str, start: int, end: int, max_tokens: int) -> list[_Span]
 
 
 def chunk_document(doc: Document, config: ChunkingConfig = ChunkingConfig()) -> list[Chunk]:
-    """Pack whole sentences into chunks of at most `max_tokens`, repeating up to
-    `overlap_tokens` worth of trailing sentences at the start of the next chunk (never across
-    the document's units: a chunk lies on one PDF page)."""
+    """Pack whole sentences into chunks of at most `max_tokens`, repeating up to `overlap_tokens` worth of trailing
+    sentences at the start of the next chunk (never across the document's units: a chunk lies on one PDF page)."""
     units: list[_Span] = []
     for s, e in split_sentences(doc.text):
         n = count_tokens(doc.text[s:e])  # >= 1: sentences are trimmed and never empty

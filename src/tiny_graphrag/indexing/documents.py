@@ -1,21 +1,18 @@
 """Reading input documents: files, directories of them, and raw text.
 
-What an input is (the rule, in `input_paths`): a `Path` is always a path, and a `Text` is always
-document text (the explicit way to index a string: `build_index([Text("Obama was born in
-Hawaii.")], ...)`). A plain string is a path when it names something that exists, or when it
-looks like one: one line that has no whitespace, contains a path separator, or ends in a
-document extension (.txt, .md, ...). Such a string that does not exist is an error naming it
-(a mistyped `my docs/notes.txt` is never indexed as text). Any other string is document text.
-The command line passes every input as a path.
+What an input is (the rule, in `input_paths`): a `Path` is always a path, and a `Text` is always document text (the
+explicit way to index a string: `build_index([Text("Obama was born in Hawaii.")], ...)`). A plain string is a path when
+it names something that exists, or when it looks like one: one line that has no whitespace, contains a path separator,
+or ends in a document extension (.txt, .md, ...). Such a string that does not exist is an error naming it (a mistyped
+`my docs/notes.txt` is never indexed as text). Any other string is document text. The command line passes every input as
+a path.
 
-Each file is read by the reader its content calls for (readers/: text, PDF, DOCX, HTML, e-mail,
-tables). A file that cannot be read (damaged, encrypted, a missing column) is an error naming it
-and the fix, logged, and the rest of the inputs are still read; only when nothing at all can be
-read does the build stop. Files of formats not read are listed in one line, by extension. Inside
-input folders, hidden names (starting with ".") are not documents; links that lead nowhere,
-links to folders and folders that cannot be read are skipped with a warning naming them; a link
-to a file outside the folder is read, with a warning naming where it leads.
-"""
+Each file is read by the reader its content calls for (readers/: text, PDF, DOCX, HTML, e-mail, tables). A file that
+cannot be read (damaged, encrypted, a missing column) is an error naming it and the fix, logged, and the rest of the
+inputs are still read; only when nothing at all can be read does the build stop. Files of formats not read are listed in
+one line, by extension. Inside input folders, hidden names (starting with ".") are not documents; links that lead
+nowhere, links to folders and folders that cannot be read are skipped with a warning naming them; a link to a file
+outside the folder is read, with a warning naming where it leads."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Node merges: fold one node into another, recorded in ``graph.graph["merges"]``.
 
-A record is plain values (saved with the graph): alias, canonical, type, reason and score.
-Indexes written before undo was dropped hold more keys per record (copies of the nodes and
-edges as they were), which are read past.
-"""
+A record is plain values (saved with the graph): alias, canonical, type, reason and score. Indexes written before undo
+was dropped hold more keys per record (copies of the nodes and edges as they were), which are read past."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ def merge_nodes(
 ) -> Merge:
     """Fold node `alias` into `canonical` (same type) and record the merge.
 
-    Does not renumber hids: call graph.assign_hids when done merging.
-    """
+    Does not renumber hids: call graph.assign_hids when done merging."""
     if alias == canonical:
         raise ValueError(f"cannot merge {alias!r} into itself")
     for key in (alias, canonical):

@@ -1,12 +1,10 @@
 """The indexing pipeline: `build_index` runs the stages below in order, with progress, caching and resume.
 
-documents -> chunks -> (models) -> extractions -> graph (+ alias resolution) -> embeddings
--> communities -> reports -> tree -> manifest. Each stage is a plain function of the `Build` it
-belongs to. Everything is written into a temporary directory that is moved into place only when
-complete; model calls (extraction per chunk, LLM reports) are cached in the index's own cache
-folder beside it (`.NAME.cache/`, or `BuildConfig.cache_dir`), so a rerun after a crash or
-Ctrl-C redoes no finished call.
-"""
+documents -> chunks -> (models) -> extractions -> graph (+ alias resolution) -> embeddings -> communities -> reports ->
+tree -> manifest. Each stage is a plain function of the `Build` it belongs to. Everything is written into a temporary
+directory that is moved into place only when complete; model calls (extraction per chunk, LLM reports) are cached in the
+index's own cache folder beside it (`.NAME.cache/`, or `BuildConfig.cache_dir`), so a rerun after a crash or Ctrl-C
+redoes no finished call."""
 
 from __future__ import annotations
 
@@ -85,17 +83,15 @@ def build_index(
     schema file path, a mapping, or given as `entity_types` (+ `relation_types`). `extractor`,
     `embedder` and `llm` may be passed as ready objects (they are then not loaded from config).
 
-    `out_dir` may be new, an empty folder or an existing index; anything else is refused before
-    any work starts. An existing index is updated: its documents stay, new and changed inputs are
-    indexed, and with `sync` documents not among the inputs are removed; only changed content
-    costs model calls, and the result equals a fresh build of the final documents. The settings
-    must be the index's (else the difference is named); `force` instead rebuilds it from scratch
-    with the settings given (and also replaces an unfinished index). The new version is published
-    only when complete. Nothing outside the index is ever removed or overwritten.
+    `out_dir` may be new, an empty folder or an existing index; anything else is refused before any work starts. An
+    existing index is updated: its documents stay, new and changed inputs are indexed, and with `sync` documents not
+    among the inputs are removed; only changed content costs model calls, and the result equals a fresh build of the
+    final documents. The settings must be the index's (else the difference is named); `force` instead rebuilds it from
+    scratch with the settings given (and also replaces an unfinished index). The new version is published only when
+    complete. Nothing outside the index is ever removed or overwritten.
 
-    `executor` (e.g. `distributed.RayExecutor`) runs extraction and embedding elsewhere: it has
-    `extract(extractor, chunks)` yielding (position, Extraction) and `embedder(embedder)`.
-    """
+    `executor` (e.g. `distributed.RayExecutor`) runs extraction and embedding elsewhere: it has `extract(extractor,
+    chunks)` yielding (position, Extraction) and `embedder(embedder)`."""
     schema = _resolve_schema(schema, entity_types, relation_types)
     paths = [] if isinstance(inputs, LoadedInputs) else input_paths(inputs)
     out_dir = check_output(Path(out_dir), paths, force=force)

@@ -15,8 +15,7 @@ String rules (all within one entity type):
 * spelling        the same name up to spaces/hyphens/dots, or near-identical spellings
                   (difflib ratio >= ``string_threshold`` token by token).
 
-Every merge is recorded in ``graph.graph["merges"]`` (merge.py).
-"""
+Every merge is recorded in ``graph.graph["merges"]`` (merge.py)."""
 
 from __future__ import annotations
 
@@ -264,10 +263,9 @@ def _spelling_links(keys: Sequence[str], threshold: float) -> list[_Link]:
 def _spelling_candidates(keys: Sequence[str]) -> set[tuple[str, str]]:
     """Pairs that may differ by a typo, without comparing all pairs.
 
-    Names one edit apart share either their first or their second half (one edit lands in one
-    half), so a block per half-prefix and half-suffix finds every such pair; names further
-    apart may be missed, which only makes resolution more conservative.
-    """
+    Names one edit apart share either their first or their second half (one edit lands in one half), so a block per
+    half-prefix and half-suffix finds every such pair; names further apart may be missed, which only makes resolution
+    more conservative."""
     blocks: dict[tuple, list[str]] = defaultdict(list)
     for k in keys:
         n, count = len(k), len(_tokens(k))

@@ -1,13 +1,11 @@
 """Updating an existing index: the final document set, the settings that must match, what changed.
 
-An update is a build of the final document set in which every model call on unchanged content
-is answered by the call cache (extraction per chunk text, embedding per text, a report per
-prompt). Ids are content-derived (records.short_ids, communities' member hashes), so an
-unchanged community's report prompt is the same request and hits the cache. The result equals a
-fresh build of the same documents by construction, and model calls follow what changed; only
-the cheap stages (graph, resolution, Leiden) run over the whole corpus again. RAPTOR summaries
-are keyed by their children's content the same way.
-"""
+An update is a build of the final document set in which every model call on unchanged content is answered by the call
+cache (extraction per chunk text, embedding per text, a report per prompt). Ids are content-derived (records.short_ids,
+communities' member hashes), so an unchanged community's report prompt is the same request and hits the cache. The
+result equals a fresh build of the same documents by construction, and model calls follow what changed; only the cheap
+stages (graph, resolution, Leiden) run over the whole corpus again. RAPTOR summaries are keyed by their children's
+content the same way."""
 
 from __future__ import annotations
 

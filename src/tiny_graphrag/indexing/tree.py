@@ -1,12 +1,10 @@
 """RAPTOR trees (Sarthi et al. 2024): cluster the chunks, summarize each cluster, repeat on the summaries.
 
-The leaves are the index's chunks with the embeddings the build already made (never embedded
-again). Each layer is clustered (tree_cluster.py), each cluster summarized by the LLM through
-the call cache (so a rebuild or a resumed build repeats no model call), and the summaries are
-embedded and clustered in turn, until a layer has at most `stop_nodes` nodes or `max_layers`
-layers exist. A cluster of one node gets no summary (it would restate its child): the node goes
-up to the next layer as it is.
-"""
+The leaves are the index's chunks with the embeddings the build already made (never embedded again). Each layer is
+clustered (tree_cluster.py), each cluster summarized by the LLM through the call cache (so a rebuild or a resumed build
+repeats no model call), and the summaries are embedded and clustered in turn, until a layer has at most `stop_nodes`
+nodes or `max_layers` layers exist. A cluster of one node gets no summary (it would restate its child): the node goes up
+to the next layer as it is."""
 
 from __future__ import annotations
 

@@ -1,12 +1,10 @@
 """An index you can change: `load_index(path)` and its `add`, `remove` and `sync`.
 
-Each is a `build_index` of the final document set into the same folder with the index's own
-settings (from its manifest), so it is atomic (staged, then published; a kill leaves the old
-version loadable), locked (a second writer fails with a clear message), resumable (finished
-model calls are cached) and equal to a fresh build of the same documents. How the work stays
-proportional to the change is in sync.py. The handle reads the new version afterwards; a
-QueryEngine opened before keeps reading the old one until reopened.
-"""
+Each is a `build_index` of the final document set into the same folder with the index's own settings (from its
+manifest), so it is atomic (staged, then published; a kill leaves the old version loadable), locked (a second writer
+fails with a clear message), resumable (finished model calls are cached) and equal to a fresh build of the same
+documents. How the work stays proportional to the change is in sync.py. The handle reads the new version afterwards; a
+QueryEngine opened before keeps reading the old one until reopened."""
 
 from __future__ import annotations
 
@@ -43,9 +41,8 @@ class Index(IndexStore):
     """An IndexStore with `add`, `remove` and `sync`; each returns the update's BuildResult, whose
     summary's `changes` says what was added and removed and `model_calls` what it cost.
 
-    Models are built from the index's settings unless `extractor=`, `embedder=` or `llm=` are
-    given (they must then match the index's, or the update is refused naming the difference).
-    """
+    Models are built from the index's settings unless `extractor=`, `embedder=` or `llm=` are given (they must then
+    match the index's, or the update is refused naming the difference)."""
 
     # ---- in notebooks (outputs/notebook.py, outputs/view.py): the store itself shows nothing ----
     def _repr_html_(self) -> str:
@@ -99,9 +96,8 @@ class Index(IndexStore):
         return self._update(items, sync=remove_missing, progress=progress, **models)
 
     def _update(self, inputs: Items | LoadedInputs, *, sync: bool, progress: bool, **models: Any) -> BuildResult:
-        """The one way add, remove and sync change the index: `build_index` of the inputs into it, with
-        its own schema and config (the same as `build_index(..., sync=)`); then this handle reads the
-        version that published."""
+        """The one way add, remove and sync change the index: `build_index` of the inputs into it, with its own schema
+        and config (the same as `build_index(..., sync=)`); then this handle reads the version that published."""
         schema = Schema.from_dict(manifest_field(self.manifest, "schema", self.path))
         config = config_from_manifest(self.manifest)
         result = build_index(inputs, self.path, schema=schema, config=config, progress=progress, sync=sync, **models)

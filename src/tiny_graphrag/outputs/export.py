@@ -1,15 +1,13 @@
 """Export an index to the files analysts open: GraphML, GEXF, JSON node-link, GraphRAG parquet, Neo4j.
 
-GraphML and GEXF hold only scalar attributes, so every list or dict attribute (aliases,
-provenance, type_votes) is written as a JSON string, and a node's community at level N as the
-scalar attribute ``community_N``. JSON node-link keeps them as JSON lists and objects. Edges
-get the key ``e<hid>`` (unique in the file: Gephi merges edges that share an id) and keep
-their relation in ``label``.
+GraphML and GEXF hold only scalar attributes, so every list or dict attribute (aliases, provenance, type_votes) is
+written as a JSON string, and a node's community at level N as the scalar attribute ``community_N``. JSON node-link
+keeps them as JSON lists and objects. Edges get the key ``e<hid>`` (unique in the file: Gephi merges edges that share an
+id) and keep their relation in ``label``.
 
-Nothing but the files named here is ever written: an existing output is refused unless
-``force``, and even then only a file (or, for folder formats, our own file names in the
-folder) is replaced; an output inside the index folder is refused, since a rebuild replaces it.
-"""
+Nothing but the files named here is ever written: an existing output is refused unless ``force``, and even then only a
+file (or, for folder formats, our own file names in the folder) is replaced; an output inside the index folder is
+refused, since a rebuild replaces it."""
 
 from __future__ import annotations
 

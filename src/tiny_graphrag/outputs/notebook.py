@@ -1,8 +1,7 @@
 """How results look in Jupyter: HTML for search results, summary tables, the inline view, a size plot.
 
-The classes call these from their `_repr_html_`; nothing here imports IPython, so importing
-this module (or the classes) outside a notebook costs nothing. All text is HTML-escaped.
-"""
+The classes call these from their `_repr_html_`; nothing here imports IPython, so importing this module (or the classes)
+outside a notebook costs nothing. All text is HTML-escaped."""
 
 from __future__ import annotations
 

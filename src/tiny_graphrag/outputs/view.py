@@ -1,15 +1,12 @@
 """One self-contained HTML page to look at an index: the graph, its communities and their reports.
 
-The page works offline: vis-network's JavaScript (the copy the pyvis package ships) is inlined,
-and nothing is fetched. pyvis's own page template is not used because it always loads
-Bootstrap from a CDN. All text reaches the page as JSON and is put in with textContent, so
-names with quotes, markup or any script are shown as they are.
+The page works offline: vis-network's JavaScript (the copy the pyvis package ships) is inlined, and nothing is fetched.
+pyvis's own page template is not used because it always loads Bootstrap from a CDN. All text reaches the page as JSON
+and is put in with textContent, so names with quotes, markup or any script are shown as they are.
 
-Entities are coloured by their community at `level`, sized by degree, edges labelled by
-relation. A click (or the search box) shows an entity's description, the text spans it comes
-from and its community's report. A large graph is cut to the `top` entities by degree (or to
-one community), and the page says so.
-"""
+Entities are coloured by their community at `level`, sized by degree, edges labelled by relation. A click (or the search
+box) shows an entity's description, the text spans it comes from and its community's report. A large graph is cut to the
+`top` entities by degree (or to one community), and the page says so."""
 
 from __future__ import annotations
 

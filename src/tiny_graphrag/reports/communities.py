@@ -1,10 +1,9 @@
 """Hierarchical Leiden communities over the whole graph, as in the GraphRAG paper (§3.1.4).
 
-Level 0 partitions every node (all connected components, singletons included). Each community
-larger than `max_cluster_size` is split by Leiden on its induced subgraph, giving the next level;
-a community that is small enough, or that Leiden cannot split, is carried down unchanged as its
-own single child. So every level partitions all nodes, and the last level holds the leaves.
-"""
+Level 0 partitions every node (all connected components, singletons included). Each community larger than
+`max_cluster_size` is split by Leiden on its induced subgraph, giving the next level; a community that is small enough,
+or that Leiden cannot split, is carried down unchanged as its own single child. So every level partitions all nodes, and
+the last level holds the leaves."""
 
 from __future__ import annotations
 

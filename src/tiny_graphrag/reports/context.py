@@ -1,12 +1,10 @@
 """The data tables of one community report prompt, within a token budget (GraphRAG §3.1.5).
 
-Leaf communities are described by their elements (entities, relationships, source snippets),
-most connected relationships first, until the budget is reached. A higher-level community uses
-its own elements when they all fit; otherwise sub-community reports replace the elements of
-those sub-communities, largest first, until the rest fits. Tables are packed like search
-contexts (`tables.pack_table`), and the whole prompt is counted with the LLM's own tokenizer,
-template included, so the budget is never exceeded.
-"""
+Leaf communities are described by their elements (entities, relationships, source snippets), most connected
+relationships first, until the budget is reached. A higher-level community uses its own elements when they all fit;
+otherwise sub-community reports replace the elements of those sub-communities, largest first, until the rest fits.
+Tables are packed like search contexts (`tables.pack_table`), and the whole prompt is counted with the LLM's own
+tokenizer, template included, so the budget is never exceeded."""
 
 from __future__ import annotations
 
@@ -36,9 +34,8 @@ Unit = tuple[str, Any]  # ("edge", Edge) | ("entity", node key) | ("report", com
 class SourceText:
     """A chunk's text as report contexts quote it, under its source id.
 
-    With `start` (the chunk's offset in its document), document-level provenance offsets locate
-    the exact supporting span; without it the span is found by the entities' names.
-    """
+    With `start` (the chunk's offset in its document), document-level provenance offsets locate the exact supporting
+    span; without it the span is found by the entities' names."""
 
     sid: int
     text: str
@@ -235,8 +232,7 @@ class _Builder:
     def fit_prefix(self, units: Sequence[Unit]) -> ReportContext | None:
         """The context of the longest prefix of `units` that fits (None if not even the first does).
 
-        A longer prefix never has a shorter prompt, so the longest one is found by bisection.
-        """
+        A longer prefix never has a shorter prompt, so the longest one is found by bisection."""
         best = self.render(units, self.budget)
         if best is not None:
             return best
@@ -256,10 +252,8 @@ def build_report_context(
 ) -> ReportContext:
     """The data tables for one community's report, within `budget_tokens` for the whole prompt.
 
-    `sources` maps chunk id -> SourceText. `sub_reports` (community id -> Report) and
-    `communities` (community id -> Community, to know each child's members) enable the
-    substitution of sub-community reports at higher levels.
-    """
+    `sources` maps chunk id -> SourceText. `sub_reports` (community id -> Report) and `communities` (community id ->
+    Community, to know each child's members) enable the substitution of sub-community reports at higher levels."""
     sub_reports = dict(sub_reports or {})
     # Fitting renders the same rows again and again: count each text once.
     count = functools.lru_cache(maxsize=4096)(count_tokens)

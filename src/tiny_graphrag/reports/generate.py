@@ -1,9 +1,8 @@
 """Community reports (GraphRAG paper §3.1.5): constrained generation, retries and the fallback.
 
-The request is in `reports.prompt`, the data tables in `reports.context`, the parsing and repair
-of the model's JSON in `reports.parse`; this module runs them for every community, deepest level
-first so that parents can use their children's reports.
-"""
+The request is in `reports.prompt`, the data tables in `reports.context`, the parsing and repair of the model's JSON in
+`reports.parse`; this module runs them for every community, deepest level first so that parents can use their children's
+reports."""
 
 from __future__ import annotations
 
@@ -117,10 +116,8 @@ def community_summary(summary: str, names: Sequence[str], findings: Sequence[Fin
 def fallback_report(community: Community, context: ReportContext) -> Report:
     """A report written without the model, from the entities and relationships its context held.
 
-    Used only when the model's output is not a valid report twice; it says so in its rating
-    explanation and its `fallback` flag, and cites only ids that are in the context, so search
-    can still use it.
-    """
+    Used only when the model's output is not a valid report twice; it says so in its rating explanation and its
+    `fallback` flag, and cites only ids that are in the context, so search can still use it."""
     entities = context.entities[:8]
     relations = [r for r in context.relationships[:5] if r[0] >= 0]
     names = ", ".join(f"{name} ({kind})" for _, name, kind in entities) or f"{len(community.nodes)} entities"
@@ -187,9 +184,8 @@ def generate_reports(
     min_size: int = 1,
     progress: bool = False,
 ) -> list[Report]:
-    """Reports for the communities of at least `min_size` entities (in the order given), deepest
-    level first so that parents can use their children's reports. Identical reruns are answered
-    by the LLM's cache."""
+    """Reports for the communities of at least `min_size` entities (in the order given), deepest level first so that
+    parents can use their children's reports. Identical reruns are answered by the LLM's cache."""
     budget = max_context_tokens or llm.n_ctx - max_report_tokens - CHAT_TEMPLATE_MARGIN
     if max_context_tokens and max_context_tokens + max_report_tokens > llm.n_ctx:
         raise ContextWindowError(

@@ -1,8 +1,7 @@
 """A community report from model output: JSON parsing, repair of cut-off output, validation.
 
-A small model's output can stop mid-JSON (max_tokens) or hold raw newlines inside strings; what
-is complete is kept, and anything not in REPORT_SCHEMA's shape is refused (None), never guessed.
-"""
+A small model's output can stop mid-JSON (max_tokens) or hold raw newlines inside strings; what is complete is kept, and
+anything not in REPORT_SCHEMA's shape is refused (None), never guessed."""
 
 from __future__ import annotations
 
@@ -101,11 +100,10 @@ def parse_report_json(text: str, *, truncated: bool = False) -> tuple[dict, bool
 
 
 def end_at_boundary(text: str, bound: int) -> str:
-    """`text` if it is shorter than its maxLength `bound`; else, since the grammar stopped it
-    mid-phrase, cut back to where a reader can stop: the last sentence end in its second half,
-    else the last clause there or the last space, marked with "…". The word before the bound is
-    dropped even when punctuation follows it: pressed for room, the model ends a word early
-    ("in the commu,")."""
+    """`text` if it is shorter than its maxLength `bound`; else, since the grammar stopped it mid-phrase, cut back to
+    where a reader can stop: the last sentence end in its second half, else the last clause there or the last space,
+    marked with "…". The word before the bound is dropped even when punctuation follows it: pressed for room, the model
+    ends a word early ("in the commu,")."""
     # Whitespace was normalized, so a cut string may be a little shorter than its bound; a longer
     # one was not cut by a grammar (a backend that ignores the schema) and is left alone.
     if not text or not bound - 2 <= len(text) <= bound:

@@ -3,13 +3,11 @@
 String lengths in the schema are bounded so a small model cannot loop inside one string: a full
 report is at most ~3,300 characters (~850 tokens), near the default max_report_tokens=800.
 
-The grammar makes the model write the properties in the order given here, evidence first: the
-findings, each explanation before its one-line summary, then the rating, the executive summary
-and last the title. Written in GraphRAG's order (title and summary first), the 0.5B model's
-reports held about half as much of their data's wording (bench/RESULTS.md, "Community reports
-written evidence first"): a summary written first is generic ("a diverse and complex
-community"), and the findings then follow it.
-"""
+The grammar makes the model write the properties in the order given here, evidence first: the findings, each explanation
+before its one-line summary, then the rating, the executive summary and last the title. Written in GraphRAG's order
+(title and summary first), the 0.5B model's reports held about half as much of their data's wording (bench/RESULTS.md,
+"Community reports written evidence first"): a summary written first is generic ("a diverse and complex community"), and
+the findings then follow it."""
 
 from __future__ import annotations
 
@@ -44,18 +42,15 @@ REPORT_SCHEMA: dict[str, Any] = {
 def report_schema(max_report_tokens: int = 800, sources: Sequence[int] = ()) -> dict[str, Any]:
     """REPORT_SCHEMA with string and list bounds scaled to the output budget.
 
-    A small model fills most strings up to their maxLength, so the bounds decide how long (and
-    how slow) a report is; a string stopped there is cut back to a boundary afterwards
-    (reports.parse.end_at_boundary). Longer bounds at small budgets (room for a whole sentence
-    each) gave longer, less grounded reports (bench/RESULTS.md). At 800 tokens this is
-    REPORT_SCHEMA itself.
+    A small model fills most strings up to their maxLength, so the bounds decide how long (and how slow) a report is; a
+    string stopped there is cut back to a boundary afterwards (reports.parse.end_at_boundary). Longer bounds at small
+    budgets (room for a whole sentence each) gave longer, less grounded reports (bench/RESULTS.md). At 800 tokens this
+    is REPORT_SCHEMA itself.
 
-    With `sources` (the ids of the context's Sources rows) a finding is grounded: the model
-    chooses the row that states it (`source`, one of these ids) and writes its one-line summary;
-    the report quotes that row's text as the explanation (reports.generate). The 0.5B model's own
-    explanations were mostly invented ("Chicago is a religious organization"), and global search
-    passed them on as facts; chosen rows are the data's own words.
-    """
+    With `sources` (the ids of the context's Sources rows) a finding is grounded: the model chooses the row that states
+    it (`source`, one of these ids) and writes its one-line summary; the report quotes that row's text as the
+    explanation (reports.generate). The 0.5B model's own explanations were mostly invented ("Chicago is a religious
+    organization"), and global search passed them on as facts; chosen rows are the data's own words."""
     f = min(1.0, max_report_tokens / 800)
     schema = copy.deepcopy(REPORT_SCHEMA)
     props, findings = schema["properties"], schema["properties"]["findings"]

@@ -1,16 +1,13 @@
 """The HTTP API and the web page over served indexes (FastAPI; `create_app`).
 
-A query retrieves at once (retrieval runs alongside another request's generation), then waits
-its turn for the model in the fair line (queue.py) and streams the answer as server-sent events:
-`queue` (its position), `token` (answer text as the model writes it), then `result` (the whole
-SearchResult, as `SearchResult.to_dict()` gives it in Python) or `error`. Global search calls the
-model for its map step, so all of it runs in its turn. A client that goes away, or a request
+A query retrieves at once (retrieval runs alongside another request's generation), then waits its turn for the model in
+the fair line (queue.py) and streams the answer as server-sent events: `queue` (its position), `token` (answer text as
+the model writes it), then `result` (the whole SearchResult, as `SearchResult.to_dict()` gives it in Python) or `error`.
+Global search calls the model for its map step, so all of it runs in its turn. A client that goes away, or a request
 past its time limit, leaves the line and stops its generation.
 
-Errors are JSON `{"error": message}` with a 4xx status naming the problem; the OpenAPI
-description is at /openapi.json (the interactive /docs page would load its scripts from a CDN,
-so it is off).
-"""
+Errors are JSON `{"error": message}` with a 4xx status naming the problem; the OpenAPI description is at /openapi.json
+(the interactive /docs page would load its scripts from a CDN, so it is off)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""The indexes a server answers from: each opened once for search, and the read-only look-ups the
-page and the API make (a cited passage in its document, an entity and its neighbours, the
-communities and their reports).
+"""The indexes a server answers from: each opened once for search, and the read-only look-ups the page and the API make
+(a cited passage in its document, an entity and its neighbours, the communities and their reports).
 
-Everything is read from the opened index (SQLite and the loaded graph), never from a path a
-request names, so no id can reach a file outside the index.
-"""
+Everything is read from the opened index (SQLite and the loaded graph), never from a path a request names, so no id can
+reach a file outside the index."""
 
 from __future__ import annotations
 
@@ -133,9 +131,8 @@ class ServedIndex:
         return {"id": d["hid"], "key": key, "name": d["name"], "type": d["type"], "color": self.colour.get(key, "#999")}
 
     def neighbourhood(self, hids: Sequence[int], sids: Sequence[int] = ()) -> dict:
-        """The entities of `hids` and those mentioned in the sources `sids`, their neighbours (the
-        best-connected first, up to MAX_GRAPH_NODES) and the relations among all of them: what the
-        graph panel draws."""
+        """The entities of `hids` and those mentioned in the sources `sids`, their neighbours (the best-connected first,
+        up to MAX_GRAPH_NODES) and the relations among all of them: what the graph panel draws."""
         graph = self.engine.index.graph
         keys = [self.entity_key(hid=h) for h in hids] + [k for sid in sids for k in self.entities_in.get(sid, [])]
         seeds = list(dict.fromkeys(keys))[:MAX_GRAPH_NODES]

@@ -1,10 +1,9 @@
 """The fair line for the model: one generation at a time (llama.cpp is not re-entrant), first
 come first served, each waiting request knowing its place.
 
-Everything here runs on the server's event loop, so no lock is needed: a request `join`s, waits
-on its ticket until `position` is 0 (its turn), generates, and `leave`s; leaving while still in
-line (a client gone, a time limit reached) frees the place at once.
-"""
+Everything here runs on the server's event loop, so no lock is needed: a request `join`s, waits on its ticket until
+`position` is 0 (its turn), generates, and `leave`s; leaving while still in line (a client gone, a time limit reached)
+frees the place at once."""
 
 from __future__ import annotations
 

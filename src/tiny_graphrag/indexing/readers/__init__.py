@@ -1,10 +1,9 @@
 """Reading one file into documents, the reader chosen by what the file holds, not by its name.
 
-PDF, DOCX and Parquet are told by their first bytes; HTML and e-mail by how their text begins; CSV
-and JSON tables (which any text may resemble) by their extension; other text by .txt/.md (text
-unless it begins as an mbox does: a From_ line with a time and a year, then headers). A reader the file's documents (one, or one per table row or mbox message) and adds warnings to
-`notes`. Each format's library is optional: `pip install "tiny-graphrag[documents]"`.
-"""
+PDF, DOCX and Parquet are told by their first bytes; HTML and e-mail by how their text begins; CSV and JSON tables
+(which any text may resemble) by their extension; other text by .txt/.md (text unless it begins as an mbox does: a From_
+line with a time and a year, then headers). A reader the file's documents (one, or one per table row or mbox message)
+and adds warnings to `notes`. Each format's library is optional: `pip install "tiny-graphrag[documents]"`."""
 
 from __future__ import annotations
 

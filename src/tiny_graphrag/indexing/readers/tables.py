@@ -1,8 +1,7 @@
 """Tables: CSV/TSV, JSON Lines, JSON (a list of objects) and Parquet, one document per row.
 
-As GraphRAG's input options: the text is the `text_columns` joined (default: the column "text"),
-`title_column` titles the row, and every other column is kept as the row's metadata.
-"""
+As GraphRAG's input options: the text is the `text_columns` joined (default: the column "text"), `title_column` titles
+the row, and every other column is kept as the row's metadata."""
 
 from __future__ import annotations
 

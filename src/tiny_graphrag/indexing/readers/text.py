@@ -1,8 +1,7 @@
 """Plain text: decoded strictly, so that every offset points into exactly the text a user can reopen.
 
-UTF-8 (a BOM is dropped), or UTF-16/UTF-32 when the file starts with their byte-order mark; line
-ends are kept as they are. Binary and undecodable files are refused, naming the fix.
-"""
+UTF-8 (a BOM is dropped), or UTF-16/UTF-32 when the file starts with their byte-order mark; line ends are kept as they
+are. Binary and undecodable files are refused, naming the fix."""
 
 from __future__ import annotations
 
