@@ -1,7 +1,6 @@
 """Search over a built index: QueryEngine with local, global, naive and tree search.
 
-Names are resolved lazily, so importing this package loads no model, torch or scipy.
-"""
+Names are resolved lazily, so importing this package loads no model, torch or scipy."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """One search in progress, shared by the search modes: step timing, token room, usage, the answer call.
 
-A mode's module owns its flow (retrieve -> context -> model calls); a `SearchRun` holds what
-every flow needs along the way and turns the last prompt into a result: answer (complete or
-stream) -> citations checked against the sources shown -> SearchResult.
-"""
+A mode's module owns its flow (retrieve -> context -> model calls); a `SearchRun` holds what every flow needs along the
+way and turns the last prompt into a result: answer (complete or stream) -> citations checked against the sources shown
+-> SearchResult."""
 
 from __future__ import annotations
 
@@ -83,10 +82,8 @@ class CallMeter:
 class SearchRun:
     """What a search has gathered so far: notes, details, usage per category, seconds per step.
 
-    `tokenizer` counts the budgets (None: the stated estimate); `llm` loads the model on first
-    use (never for `only_context`); `documents` names each chunk's document file in the sources
-    of the result.
-    """
+    `tokenizer` counts the budgets (None: the stated estimate); `llm` loads the model on first use (never for
+    `only_context`); `documents` names each chunk's document file in the sources of the result."""
 
     def __init__(
         self,
@@ -120,9 +117,8 @@ class SearchRun:
         return self._llm()
 
     def room(self, messages: list[dict], max_tokens: int, what: str, *, wanted: int | None = None) -> int:
-        """Tokens for data in a prompt: the configured budget (`context_tokens`, and `wanted`, a
-        mode's own), cut to what the window leaves with a note saying so; an InputError when the
-        query alone is too long."""
+        """Tokens for data in a prompt: the configured budget (`context_tokens`, and `wanted`, a mode's own), cut to
+        what the window leaves with a note saying so; an InputError when the query alone is too long."""
         fixed = prompt_tokens(messages, self.counter)
         room = self.n_ctx - max_tokens - fixed - CHAT_TEMPLATE_MARGIN
         if room < MIN_CONTEXT_TOKENS:
@@ -280,10 +276,9 @@ class SearchRun:
     def answer_evidence(
         self, evidence: Evidence, sid_of: Mapping[str, int], *, stream: bool, closest: Sequence[str] = ()
     ) -> SearchResult | StreamingResult:
-        """The end of a one-call search for a small reader (reader.py): the evidence alone for
-        `only_context`; else one answer-only call over it, each answer (or list item) citing the
-        passages whose kept sentences hold it. When no sentence was kept, the no-data answer names
-        the `closest` passages' titles, without a call."""
+        """The end of a one-call search for a small reader (reader.py): the evidence alone for `only_context`; else one
+        answer-only call over it, each answer (or list item) citing the passages whose kept sentences hold it. When no
+        sentence was kept, the no-data answer names the `closest` passages' titles, without a call."""
         shown = tuple(source_chunk(c, sid_of[c.id]) for c in evidence.chunks)
         built = BuiltContext(evidence.text, Sources(chunks=shown), evidence.tokens, self.details.get("budget", 0))
         self.details["evidence"] = [

@@ -12,14 +12,11 @@ from tiny_graphrag.errors import ConfigError
 class FusionConfig(Checked):
     """How the dense (embedding) and keyword (FTS5 BM25) chunk rankings are fused.
 
-    "score": each ranking's scores min-max scaled, then weighted and summed (search/hybrid.py):
-    a flat keyword ranking adds nothing and the dense order stands. "rrf": weighted reciprocal
-    rank fusion, k = 60 as in Cormack et al. (2009). Default: score fusion with equal weights
-    and a back-off from flat keyword rankings, chosen on hotpotqa100 and bench/data/musique (a
-    set where BM25 is much weaker than dense retrieval) together, and measured on held-out
-    halves of both (bench/retrieval_tuning.py; bench/RESULTS.md, "Retrieval on held-out halves
-    of hotpotqa100 and MuSiQue").
-    """
+    "score": each ranking's scores min-max scaled, then weighted and summed (search/hybrid.py): a flat keyword ranking
+    adds nothing and the dense order stands. "rrf": weighted reciprocal rank fusion, k = 60 as in Cormack et al. (2009).
+    Default: score fusion with equal weights and a back-off from flat keyword rankings, chosen on hotpotqa100 and
+    bench/data/musique (a set where BM25 is much weaker than dense retrieval) together, and measured on held-out halves
+    of both (bench/retrieval_tuning.py; bench/RESULTS.md, "Retrieval on held-out halves of hotpotqa100 and MuSiQue")."""
 
     # "score" (min-max score fusion) or "rrf" (weighted reciprocal rank fusion)
     method: str = allowed("score", ("rrf", "score"))
@@ -34,12 +31,11 @@ class FusionConfig(Checked):
 
 @dataclass(frozen=True)
 class LocalConfig(Checked):
-    # GraphRAG local search shares: text units 50%, community reports 15%, the rest (35%) for
-    # entities and relationships; what the tables leave goes to text. Reports are off by default:
-    # with the 0.5B reader, local answers from text alone (and relationships, which a
-    # co-occurrence graph has none of) were right more often than with reports and the entity
-    # table (bench/RESULTS.md, "Answers you can check": held out on A Christmas Carol); with a stronger reader,
-    # community_share=0.15 and entity_table=True give GraphRAG's context.
+    # GraphRAG local search shares: text units 50%, community reports 15%, the rest (35%) for entities and
+    # relationships; what the tables leave goes to text. Reports are off by default: with the 0.5B reader, local answers
+    # from text alone (and relationships, which a co-occurrence graph has none of) were right more often than with
+    # reports and the entity table (bench/RESULTS.md, "Answers you can check": held out on A Christmas Carol); with a
+    # stronger reader, community_share=0.15 and entity_table=True give GraphRAG's context.
     text_share: float = allowed(0.5, "[0, 1]")
     community_share: float = allowed(0.0, "[0, 1]")
     top_entities: int = allowed(5, ">= 1")  # linked entities kept as seeds
@@ -69,11 +65,10 @@ class LocalConfig(Checked):
     # Entities whose vectors are at least this alike are linked for the walk (HippoRAG's synonymy
     # edges, 0.8 there): spaCy's "US" and "United States" are different nodes. None: no links.
     synonym_similarity: float | None = allowed(0.8, "(0, 1] or None")  # a cosine
-    # Links between entities that only share a sentence (the spaCy extractor's co-occurrence
-    # relation, read from the index's manifest) count this much in the walk against typed
-    # relations and mentions (1: as built). They repeat what the mention links say (both names
-    # are in a chunk the walk reaches) and let a name mentioned beside many others pull the walk
-    # away; 0 was chosen with the rest (typed relations keep their weight).
+    # Links between entities that only share a sentence (the spaCy extractor's co-occurrence relation, read from the
+    # index's manifest) count this much in the walk against typed relations and mentions (1: as built). They repeat what
+    # the mention links say (both names are in a chunk the walk reaches) and let a name mentioned beside many others
+    # pull the walk away; 0 was chosen with the rest (typed relations keep their weight).
     cooccurrence_weight: float = allowed(0.0, ">= 0")
     # The entity table shows names, types and aliases (no extractor here writes descriptions): a
     # list of candidate answers without evidence, which the 0.5B reader took for the answer
@@ -109,15 +104,13 @@ class GlobalConfig(Checked):
     # What is mapped: "reports" (community reports), "tree" (the RAPTOR tree's summaries, the top
     # layer as level 0), or "auto": the reports, else the tree's summaries when the index has none.
     source: str = allowed("auto", ("auto", "reports", "tree"))
-    # A question no report (selection.py) or, for a small reader, no sentence (global_answer.py)
-    # is this near is answered "no relevant information" without a model call. MiniLM's scale:
-    # off-topic questions ("the boiling point of mercury?") reached 0.04-0.08, whole-corpus ones
-    # ("What are the main themes?") 0.21-0.24 on the demo's article and A Christmas Carol
-    # (bench/RESULTS.md).
+    # A question no report (selection.py) or, for a small reader, no sentence (global_answer.py) is this near is
+    # answered "no relevant information" without a model call. MiniLM's scale: off-topic questions ("the boiling point
+    # of mercury?") reached 0.04-0.08, whole-corpus ones ("What are the main themes?") 0.21-0.24 on the demo's article
+    # and A Christmas Carol (bench/RESULTS.md).
     min_similarity: float = allowed(0.15, "[-1, 1]")  # a cosine
-    # A small reader's answer (global_answer.py) quotes the sentences of the question's nearest
-    # `chunks` chunks nearest it, within reduce_max_tokens. Chosen on the tune half of
-    # bench/data/global_questions.json (bench/RESULTS.md).
+    # A small reader's answer (global_answer.py) quotes the sentences of the question's nearest `chunks` chunks nearest
+    # it, within reduce_max_tokens. Chosen on the tune half of bench/data/global_questions.json (bench/RESULTS.md).
     chunks: int = allowed(15, ">= 1")
 
 

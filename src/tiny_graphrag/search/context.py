@@ -5,9 +5,7 @@ tests need no model. Every budget is counted with the given TokenCounter (the LL
 or the stated fallback), and every table is measured again as a whole after packing, so a
 context never exceeds its budget even where a tokenizer merges across row boundaries.
 
-Tables use GraphRAG's "-----Name-----" headers and "|"-separated rows; the first column is the
-id the model cites.
-"""
+Tables use GraphRAG's "-----Name-----" headers and "|"-separated rows; the first column is the id the model cites."""
 
 from __future__ import annotations
 
@@ -158,14 +156,12 @@ def build_local_context(
 ) -> BuiltContext:
     """Text chunks first, then reports, entities and relationships, each table within its share.
 
-    Shares are upper bounds for reports and for entities + relationships (entities may use at
-    most half of that share, relationships the rest); what they leave unused goes to the text
-    chunks, so the whole context never exceeds `budget`. The text comes first because a small
-    reader answers from what it reads first and took the graph tables' ids for answers when
-    they came first (bench/RESULTS.md). Relationships labelled with one of `omit_relations`
-    (sentence co-occurrence) or the generic "related to" are not shown: "A related to B" says
-    nothing the text does not, and costs the text room.
-    """
+    Shares are upper bounds for reports and for entities + relationships (entities may use at most half of that share,
+    relationships the rest); what they leave unused goes to the text chunks, so the whole context never exceeds
+    `budget`. The text comes first because a small reader answers from what it reads first and took the graph tables'
+    ids for answers when they came first (bench/RESULTS.md). Relationships labelled with one of `omit_relations`
+    (sentence co-occurrence) or the generic "related to" are not shown: "A related to B" says nothing the text does not,
+    and costs the text room."""
     shares = local_budgets(budget, config)
     ent_rows = entity_rows(graph, entities) if config.entity_table else []
     ents = pack_table("Entities", ENTITY_HEADER, ent_rows, shares["graph"] // 2, count)

@@ -10,12 +10,10 @@ The graph, vectors and embedder are loaded in the constructor; the LLM only when
 asked for (`only_context=True` never loads it). Without a loaded LLM, token budgets are counted
 with a conservative estimate and the result says so.
 
-The engine opens the index for search (`self.index`, a read-only SearchIndex), holds the LLM
-and dispatches: each mode's flow (retrieve -> context -> model calls -> result) lives in its own
-module (naive.py, local.py, global_search.py, tree_search.py) as a function over that index and
-the run it reports into, so a mode never sees the engine and a new mode is one module and one
-method here.
-"""
+The engine opens the index for search (`self.index`, a read-only SearchIndex), holds the LLM and dispatches: each mode's
+flow (retrieve -> context -> model calls -> result) lives in its own module (naive.py, local.py, global_search.py,
+tree_search.py) as a function over that index and the run it reports into, so a mode never sees the engine and a new
+mode is one module and one method here."""
 
 from __future__ import annotations
 
@@ -111,9 +109,8 @@ class QueryEngine:
         device: str | None = None,
         cache: CallCache | None = None,
     ):
-        """`llm`: None (the index's LLM settings, loaded on first answer), an LLMConfig, or a
-        ready LLM. `embedder`: None (the index's), a model name, or an embedder. `cache`: a
-        CallCache for answers (default: in memory)."""
+        """`llm`: None (the index's LLM settings, loaded on first answer), an LLMConfig, or a ready LLM. `embedder`:
+        None (the index's), a model name, or an embedder. `cache`: a CallCache for answers (default: in memory)."""
         if config is not None and not isinstance(config, SearchConfig):
             raise ConfigError(
                 f"config must be a SearchConfig (from tiny_graphrag.search.config, e.g. SearchConfig(naive="
@@ -207,10 +204,9 @@ class QueryEngine:
         self.close()
 
     def begin(self, mode: str, query: str, *, only_context: bool, where: Where | None = None) -> SearchRun:
-        """A run of one search: budgets counted with the LLM's tokenizer, except for
-        `only_context`, which never loads the model (it uses the loaded one, or the estimate).
-        `where` (metadata key=value) limits the text it may read to the documents that have them.
-        A bad query or an unknown `where` key fails here, before any model loads."""
+        """A run of one search: budgets counted with the LLM's tokenizer, except for `only_context`, which never loads
+        the model (it uses the loaded one, or the estimate). `where` (metadata key=value) limits the text it may read to
+        the documents that have them. A bad query or an unknown `where` key fails here, before any model loads."""
         query, where = check_query(query), where_filter(where or {})
         keys = self.store.metadata_keys() if where else []
         unknown = [k for k in where if k not in keys]

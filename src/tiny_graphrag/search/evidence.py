@@ -1,25 +1,22 @@
 """Evidence for a small reader: the sentences of the retrieved passages that bear on the question.
 
-A 0.5B reader handed thousands of tokens of retrieved passages answers far worse than from the
-few passages that hold the answer (bench/RESULTS.md): it loses the answer among distractors
-(Liu et al., "Lost in the Middle", 2023). Selecting sentences within the passages before the
-model reads them (FILCO, Wang et al. 2023; RECOMP, Xu et al. 2023) keeps the answer and drops
-most of the rest. Here every sentence of the best `passages` retrieved passages is scored
-against the question by three signals that need no model call:
+A 0.5B reader handed thousands of tokens of retrieved passages answers far worse than from the few passages that hold
+the answer (bench/RESULTS.md): it loses the answer among distractors (Liu et al., "Lost in the Middle", 2023). Selecting
+sentences within the passages before the model reads them (FILCO, Wang et al. 2023; RECOMP, Xu et al. 2023) keeps the
+answer and drops most of the rest. Here every sentence of the best `passages` retrieved passages is scored against the
+question by three signals that need no model call:
 
     score = cosine(question, "title: sentence") + lexical x (share of the question's words in
             the title and sentence) + prior x (1 for the best passage ... 0 for the last)
 
-For a question that needs two hops (the county where a township is, then that county's seat),
-the second hop's sentence shares few words with the question; it names what the first hop's
-best sentence names. So the question joined with its best sentence is scored again (IRCoT's
-step, Trivedi et al. 2023, with the sentence in place of the model's thought), and a sentence
-keeps the better of its two scores; `more` may fetch passages for that joined question too.
+For a question that needs two hops (the county where a township is, then that county's seat), the second hop's sentence
+shares few words with the question; it names what the first hop's best sentence names. So the question joined with its
+best sentence is scored again (IRCoT's step, Trivedi et al. 2023, with the sentence in place of the model's thought),
+and a sentence keeps the better of its two scores; `more` may fetch passages for that joined question too.
 
-The kept sentences, best first, fill the budget; they are shown by passage, as HippoRAG 2's
-reader sees passages ("[n] Title: text"), sentences in text order, passages in order of their
-best sentence with the best last, next to the question.
-"""
+The kept sentences, best first, fill the budget; they are shown by passage, as HippoRAG 2's reader sees passages ("[n]
+Title: text"), sentences in text order, passages in order of their best sentence with the best last, next to the
+question."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
 """Global answers for a small reader: the text's own sentences nearest the question, by theme, each cited.
 
-GraphRAG's map-reduce has a model read community reports and write the answer. With a 0.5B model
-both steps lose what matters: its reports carry few of the facts a reader of the text would name
-(a fifth of the key facts of bench/data/global_questions.json were anywhere in the reports), and
-its reduce kept an eighth of those (1.2% of the key facts reached the answer; the demo's themes
-answer repeated one fact twice: bench/RESULTS.md). LazyGraphRAG defers summarising to query time;
-with a small reader nothing is summarised:
+GraphRAG's map-reduce has a model read community reports and write the answer. With a 0.5B model both steps lose what
+matters: its reports carry few of the facts a reader of the text would name (a fifth of the key facts of
+bench/data/global_questions.json were anywhere in the reports), and its reduce kept an eighth of those (1.2% of the key
+facts reached the answer; the demo's themes answer repeated one fact twice: bench/RESULTS.md). LazyGraphRAG defers
+summarising to query time; with a small reader nothing is summarised:
 
 1. The `GlobalConfig.chunks` chunks nearest the question, and their sentences nearest it, best
    first, while the answer's `GlobalConfig.reduce_max_tokens` hold (on the tune questions, capping

@@ -13,8 +13,7 @@
   above 0: no reduce call.
 A small reader's global answer (global_answer.py) quotes the nearest themes' own sentences, with no call.
 
-Usage is counted per category: "map" (all map calls) and "reduce" (the answer call).
-"""
+Usage is counted per category: "map" (all map calls) and "reduce" (the answer call)."""
 
 from __future__ import annotations
 
@@ -147,9 +146,8 @@ def run_map(llm: LLM, batches: Sequence[MapBatch], query: str, config: GlobalCon
 
 
 def map_plan(index: SearchIndex, level: int | None, config: GlobalConfig) -> tuple[GlobalIndex, int | None]:
-    """What global search maps (reports or tree summaries) and the deepest level the selection
-    may descend to (None: every level); checked before a search starts, so a wrong level never
-    loads a model."""
+    """What global search maps (reports or tree summaries) and the deepest level the selection may descend to (None:
+    every level); checked before a search starts, so a wrong level never loads a model."""
     globals_ = index.map_source(config.source)
     level = config.level if level is None else level
     levels = globals_.levels

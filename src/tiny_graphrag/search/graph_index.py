@@ -1,11 +1,9 @@
 """The knowledge graph as matrices for search: weighted adjacency, chunk<->entity links, PPR.
 
-Built once per QueryEngine. Personalized PageRank (HippoRAG; HippoRAG 2 adds the passages as
-nodes) spreads mass from the query's linked entities and its best-matching chunks along
-relations and mentions: an entity mentioned in a top chunk passes mass to the other chunks that
-mention it, which is how the second passage of a multi-hop question (about the "bridge"
-entity) is reached. Entities mentioned everywhere spread their mass thin.
-"""
+Built once per QueryEngine. Personalized PageRank (HippoRAG; HippoRAG 2 adds the passages as nodes) spreads mass from
+the query's linked entities and its best-matching chunks along relations and mentions: an entity mentioned in a top
+chunk passes mass to the other chunks that mention it, which is how the second passage of a multi-hop question (about
+the "bridge" entity) is reached. Entities mentioned everywhere spread their mass thin."""
 
 from __future__ import annotations
 
@@ -24,9 +22,8 @@ log = logging.getLogger(__name__)
 class ChunkMass(Mapping[str, float]):
     """PageRank mass per chunk id (chunks with mass > 0 are the keys), kept as the mass array.
 
-    A walk reaches most chunks of a large index; a dict of 50k entries per query cost more than
-    the walk itself, and the search only reads the best few and a handful of lookups.
-    """
+    A walk reaches most chunks of a large index; a dict of 50k entries per query cost more than the walk itself, and the
+    search only reads the best few and a handful of lookups."""
 
     def __init__(self, chunk_ids: list[str], chunk_pos: Mapping[str, int], mass: np.ndarray):
         self._ids, self._pos, self._mass = chunk_ids, chunk_pos, mass
@@ -142,11 +139,10 @@ class GraphIndex:
         return len(self.keys)
 
     def synonym_links(self, min_similarity: float, block: int = 1024):
-        """Entity pairs whose vectors are at least `min_similarity` alike, as a symmetric sparse
-        matrix weighted by the cosine (HippoRAG's synonymy edges): "US" and "United States" are
-        two nodes to a name-normalizing graph, and without a link between them the walk cannot
-        pass from a passage naming one to a passage naming the other. All pairs are compared,
-        in blocks of rows (O(entities^2) once per engine and threshold; none above
+        """Entity pairs whose vectors are at least `min_similarity` alike, as a symmetric sparse matrix weighted by the
+        cosine (HippoRAG's synonymy edges): "US" and "United States" are two nodes to a name-normalizing graph, and
+        without a link between them the walk cannot pass from a passage naming one to a passage naming the other. All
+        pairs are compared, in blocks of rows (O(entities^2) once per engine and threshold; none above
         MAX_SYNONYM_ENTITIES)."""
         if min_similarity in self._synonyms:
             return self._synonyms[min_similarity]
@@ -214,13 +210,11 @@ class GraphIndex:
     ) -> tuple[np.ndarray, ChunkMass]:
         """Personalized PageRank over entities and chunks together.
 
-        The walk follows a link (weighted relation, or chunk-mentions-entity) with probability
-        `damping` and jumps back to the seeds otherwise (dead ends jump back too). Seeds are
-        entities (`seeds`: key -> weight) and chunks (`chunk_seeds`: chunk id -> weight).
-        With `synonym_similarity`, entities that alike are linked too (synonym_links);
-        co-occurrence links weigh `cooccurrence_weight` times what they were extracted with.
-        Returns (mass per entity, in `keys` order; mass per chunk id, non-zero only).
-        """
+        The walk follows a link (weighted relation, or chunk-mentions-entity) with probability `damping` and jumps back
+        to the seeds otherwise (dead ends jump back too). Seeds are entities (`seeds`: key -> weight) and chunks
+        (`chunk_seeds`: chunk id -> weight). With `synonym_similarity`, entities that alike are linked too
+        (synonym_links); co-occurrence links weigh `cooccurrence_weight` times what they were extracted with. Returns
+        (mass per entity, in `keys` order; mass per chunk id, non-zero only)."""
         adj_t, strength = self._walk_matrix(synonym_similarity, cooccurrence_weight)
         n_ent = len(self.keys)
         total = adj_t.shape[0]

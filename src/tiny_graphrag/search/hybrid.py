@@ -1,9 +1,8 @@
 """Hybrid chunk retrieval: dense cosine and FTS5 BM25 rankings, fused.
 
-Fusion is reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009) or min-max score fusion.
-The hybrid ranking is naive search's retrieval, local search's text ranking and fallback, and
-what the retrieval benchmark (bench/retrieval_eval.py) measures, so what is measured is what runs.
-"""
+Fusion is reciprocal rank fusion (Cormack, Clarke & Büttcher, 2009) or min-max score fusion. The hybrid ranking is naive
+search's retrieval, local search's text ranking and fallback, and what the retrieval benchmark (bench/retrieval_eval.py)
+measures, so what is measured is what runs."""
 
 from __future__ import annotations
 
@@ -31,10 +30,8 @@ def reciprocal_rank_fusion(
 ) -> list[tuple[T, float]]:
     """Fuse rankings (best first) into one: score(d) = sum_i w_i / (k + rank_i(d)), ranks from 1.
 
-    A document absent from a ranking gets nothing from it. Ties keep the order of first
-    appearance (earlier rankings first), so the result is deterministic. A repeated id within one
-    ranking counts at its best rank only.
-    """
+    A document absent from a ranking gets nothing from it. Ties keep the order of first appearance (earlier rankings
+    first), so the result is deterministic. A repeated id within one ranking counts at its best rank only."""
     if weights is None:
         weights = [1.0] * len(rankings)
     if len(weights) != len(rankings):
@@ -54,12 +51,10 @@ def reciprocal_rank_fusion(
 def score_fusion(rankings: Sequence[Sequence[tuple[T, float]]], weights: Sequence[float]) -> list[tuple[T, float]]:
     """Fuse scored rankings: score(d) = sum_i w_i * (s_i(d) - min_i) / (max_i - min_i).
 
-    Each ranking's scores are min-max scaled over the documents it returned (a document it did
-    not return counts as its worst). Unlike RRF this keeps how far apart the scores are: a
-    ranking whose scores are all equal says nothing about the order and adds nothing (the fusion
-    backs off to the others), and a keyword ranking with one clear hit passes it on. Ties keep
-    the order of first appearance, so the result is deterministic.
-    """
+    Each ranking's scores are min-max scaled over the documents it returned (a document it did not return counts as its
+    worst). Unlike RRF this keeps how far apart the scores are: a ranking whose scores are all equal says nothing about
+    the order and adds nothing (the fusion backs off to the others), and a keyword ranking with one clear hit passes it
+    on. Ties keep the order of first appearance, so the result is deterministic."""
     if len(weights) != len(rankings):
         raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
     if any(w < 0 for w in weights):
@@ -79,11 +74,10 @@ def score_fusion(rankings: Sequence[Sequence[tuple[T, float]]], weights: Sequenc
 def peak_weight(scores: Sequence[float], backoff: float, rank: int = 5) -> float:
     """How much a keyword ranking says about the order, 0..1: min(1, (s_1 / s_rank - 1) / backoff).
 
-    A ranking whose best score is hardly above its `rank`-th (BM25 over a question whose words
-    are common to many passages) is flat: min-max scaling would stretch its small differences
-    over the whole range, so its weight goes to 0 and the dense order stands; a ranking whose
-    best is (1 + backoff) times its `rank`-th or more counts in full. Fewer than `rank` scores,
-    or a non-positive one there: one or a few clear hits, full weight."""
+    A ranking whose best score is hardly above its `rank`-th (BM25 over a question whose words are common to many
+    passages) is flat: min-max scaling would stretch its small differences over the whole range, so its weight goes to 0
+    and the dense order stands; a ranking whose best is (1 + backoff) times its `rank`-th or more counts in full. Fewer
+    than `rank` scores, or a non-positive one there: one or a few clear hits, full weight."""
     if backoff <= 0:
         raise ValueError(f"backoff must be > 0, got {backoff}")
     if len(scores) < rank or scores[rank - 1] <= 0:

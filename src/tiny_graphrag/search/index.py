@@ -1,9 +1,8 @@
 """What every search mode reads: one index opened for search, read-only.
 
-A mode is a function over a `SearchIndex` and the `SearchRun` it reports into (answer.py); it
-never sees the engine that opened them, so a mode can be read and tested on its own. The
-engine (engine.py) opens the index, owns the LLM and dispatches.
-"""
+A mode is a function over a `SearchIndex` and the `SearchRun` it reports into (answer.py); it never sees the engine that
+opened them, so a mode can be read and tested on its own. The engine (engine.py) opens the index, owns the LLM and
+dispatches."""
 
 from __future__ import annotations
 

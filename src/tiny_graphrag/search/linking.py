@@ -1,9 +1,8 @@
 """Linking a query to graph entities: exact normalized name matches and embedding similarity.
 
-Never substring matching over all nodes (in the seed an empty line matched every node): a
-query n-gram must *equal* a node's key or one of its normalized aliases, and stopword-only
-n-grams never link. Embedding links need a cosine similarity above a threshold.
-"""
+Never substring matching over all nodes (in the seed an empty line matched every node): a query n-gram must *equal* a
+node's key or one of its normalized aliases, and stopword-only n-grams never link. Embedding links need a cosine
+similarity above a threshold."""
 
 from __future__ import annotations
 
@@ -52,9 +51,8 @@ class EntityLinker:
     def exact(self, query: str) -> list[LinkedEntity]:
         """Nodes whose key or alias equals a normalized n-gram of the query.
 
-        Longest match first, and a matched word is not matched again: "Christopher Nolan"
-        links the director, not also a "Nolan" node (measured on hotpotqa100: the nested
-        matches were mostly wrong entities)."""
+        Longest match first, and a matched word is not matched again: "Christopher Nolan" links the director, not also a
+        "Nolan" node (measured on hotpotqa100: the nested matches were mostly wrong entities)."""
         tokens = _TOKEN.findall(query)
         used = [False] * len(tokens)
         found: dict[str, LinkedEntity] = {}

@@ -16,11 +16,9 @@ What the retriever does (local_retriever.py):
    PageRank mass (plus `prior_weight` times the fused text score), then the rest of the
    hybrid ranking.
 
-When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty.
-The retriever also embeds the query. This module gathers the candidates' reports and text,
-packs them with the entities and relationships into their token shares (context.py), and one
-call answers.
-"""
+When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty. The retriever also embeds
+the query. This module gathers the candidates' reports and text, packs them with the entities and relationships into
+their token shares (context.py), and one call answers."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Local search's retriever: link the query to entities, spread over the graph, rank what to show.
 
-It reads the graph, the entity linker and the hybrid text ranking, never the search that uses
-it (local.py builds the context from its candidates and asks for the answer).
-"""
+It reads the graph, the entity linker and the hybrid text ranking, never the search that uses it (local.py builds the
+context from its candidates and asks for the answer)."""
 
 from __future__ import annotations
 
@@ -123,10 +122,9 @@ class LocalRetriever:
             )
 
     def _entity_seeds(self, linked: list[LinkedEntity], query_vector: np.ndarray, config: LocalConfig) -> dict:
-        """Entity seeds summing to 1, weighted by link confidence ("link": 1 for an exact name
-        match, else the cosine) or by query-entity cosine ("similarity"), times specificity
-        (HippoRAG: an entity mentioned in few chunks says more about where the answer is than
-        one mentioned everywhere)."""
+        """Entity seeds summing to 1, weighted by link confidence ("link": 1 for an exact name match, else the cosine)
+        or by query-entity cosine ("similarity"), times specificity (HippoRAG: an entity mentioned in few chunks says
+        more about where the answer is than one mentioned everywhere)."""
         if config.seed_by == "similarity":
             conf = self.linker.similarity(query_vector, [e.key for e in linked])
         else:

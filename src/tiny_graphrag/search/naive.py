@@ -1,9 +1,8 @@
 """Naive search: hybrid chunk retrieval (hybrid.py: dense cosine and FTS5 BM25 rankings fused), then one answer.
 
-A small reader (SearchRun.reader) reads the best sentences of the best passages (evidence.py),
-with a second retrieval for the question joined with its best sentence; a large one reads the
-passages whole, in rank order, until the window's budget is full.
-"""
+A small reader (SearchRun.reader) reads the best sentences of the best passages (evidence.py), with a second retrieval
+for the question joined with its best sentence; a large one reads the passages whole, in rank order, until the window's
+budget is full."""
 
 from __future__ import annotations
 

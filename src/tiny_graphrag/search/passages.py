@@ -1,9 +1,8 @@
 """The small reader's end of naive, local and tree search: ranked passages -> evidence -> one answer-only call.
 
-Each mode ranks passages its own way; from there a small reader's path is the same: the best
-sentences of those passages (evidence.py, with a second retrieval for the question joined with
-its best sentence), then SearchRun.answer_evidence (the call, and the citations attached).
-"""
+Each mode ranks passages its own way; from there a small reader's path is the same: the best sentences of those passages
+(evidence.py, with a second retrieval for the question joined with its best sentence), then SearchRun.answer_evidence
+(the call, and the citations attached)."""
 
 from __future__ import annotations
 

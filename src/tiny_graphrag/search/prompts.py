@@ -1,7 +1,6 @@
 """Prompts of the searches (after GraphRAG's, shortened for small local models).
 
-Placeholders are replaced literally with `fill` (not str.format: the data contains braces).
-"""
+Placeholders are replaced literally with `fill` (not str.format: the data contains braces)."""
 
 from __future__ import annotations
 
@@ -16,13 +15,11 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 NO_DATA_ANSWER = "The context does not say: the index holds no information relevant to this question."
 NOT_IN_CONTEXT = "The context does not say."
 
-# Written for 0.5B-3B local models and chosen by measurement (bench/answers.py, Qwen2.5 0.5B,
-# gold passages as the data, the tuning half of hotpotqa100; bench/RESULTS.md): one short
-# paragraph of rules after the data, then the question, then "Answer:" as the slot to fill.
-# Ending on "Answer:" is what made the 0.5B reader write a few words instead of a sentence; a
-# fixed phrase for "not in the data" that it copies instead of guessing or echoing the
-# instructions, placed before the question (as the last line, the model copied it even when
-# the answer was in the data).
+# Written for 0.5B-3B local models and chosen by measurement (bench/answers.py, Qwen2.5 0.5B, gold passages as the data,
+# the tuning half of hotpotqa100; bench/RESULTS.md): one short paragraph of rules after the data, then the question,
+# then "Answer:" as the slot to fill. Ending on "Answer:" is what made the 0.5B reader write a few words instead of a
+# sentence; a fixed phrase for "not in the data" that it copies instead of guessing or echoing the instructions, placed
+# before the question (as the last line, the model copied it even when the answer was in the data).
 ANSWER_SYSTEM = "You answer questions using only the data you are given. Your answers are short and exact."
 
 # {citations} says which kinds of ids exist in this context.
@@ -76,11 +73,10 @@ MAP_SYSTEM = (
     "and you rate how helpful each one is."
 )
 
-# The question comes first as well as last: a 0.5B model read reports without it in mind and
-# scored unrelated reports 80-100 (bench/RESULTS.md, the map probe). The model chooses findings
-# by id instead of writing points: written, a 0.5B model's points restated the question or
-# paraphrased a report into claims it does not make ("a major political and military
-# organization ... with 13 million members"); chosen, every point is a finding's own words.
+# The question comes first as well as last: a 0.5B model read reports without it in mind and scored unrelated reports
+# 80-100 (bench/RESULTS.md, the map probe). The model chooses findings by id instead of writing points: written, a 0.5B
+# model's points restated the question or paraphrased a report into claims it does not make ("a major political and
+# military organization ... with 13 million members"); chosen, every point is a finding's own words.
 MAP_USER = """Question: {query}
 
 ---Findings of community reports---

@@ -1,12 +1,10 @@
 """A small reader's answer: the form the question asks for, and the citations attached afterwards.
 
-A 0.5B model asked for an answer, its citations and a refusal phrase at once, inside a one-line
-grammar, answered in sentences that restate the question and cited ids as answers (bench/RESULTS.md).
-It is asked for the answer alone, in the form the question asks for (a few words, or a short list
-for "which/what are ..."), and the answer is then matched to the evidence it was shown: each answer
-(or list item) cites the passages whose kept sentences contain it, else those sharing most of its
-words. "Not in the data" is decided before the call, by retrieval thresholds and the selection.
-"""
+A 0.5B model asked for an answer, its citations and a refusal phrase at once, inside a one-line grammar, answered in
+sentences that restate the question and cited ids as answers (bench/RESULTS.md). It is asked for the answer alone, in
+the form the question asks for (a few words, or a short list for "which/what are ..."), and the answer is then matched
+to the evidence it was shown: each answer (or list item) cites the passages whose kept sentences contain it, else those
+sharing most of its words. "Not in the data" is decided before the call, by retrieval thresholds and the selection."""
 
 from __future__ import annotations
 
@@ -85,9 +83,8 @@ def supporting(item: str, kept: Sequence[Sentence], query: str) -> list[int]:
 
 
 def echoes_question(answer: str, query: str) -> bool:
-    """The answer names nothing the question does not: it restates its subject ("Van Hook
-    Township" for the county seat of where Van Hook Township is). Yes/no and either-or answers
-    (the question names both choices) are not echoes."""
+    """The answer names nothing the question does not: it restates its subject ("Van Hook Township" for the county seat
+    of where Van Hook Township is). Yes/no and either-or answers (the question names both choices) are not echoes."""
     words = content_words(answer)
     if not words or words <= YES_NO or re.search(r"\bor\b", query, re.IGNORECASE):
         return False

@@ -208,11 +208,9 @@ class SearchResult:
 class StreamingResult:
     """A search whose answer is still being generated.
 
-    `context` and `sources` are there at once. Iterating yields the answer's text pieces as the
-    model writes them (raw: citations are checked only once the answer is complete); after the
-    last piece `result` holds the finished, frozen SearchResult. Reading `answer` (or `str()`)
-    consumes the rest of the stream first.
-    """
+    `context` and `sources` are there at once. Iterating yields the answer's text pieces as the model writes them (raw:
+    citations are checked only once the answer is complete); after the last piece `result` holds the finished, frozen
+    SearchResult. Reading `answer` (or `str()`) consumes the rest of the stream first."""
 
     def __init__(self, pending: SearchResult, pieces: Iterator[str], finish: Callable[[str, float], SearchResult]):
         self._pending = pending

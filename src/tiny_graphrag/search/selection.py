@@ -1,9 +1,8 @@
 """Dynamic community selection for global search: which reports are worth a map call.
 
-GraphRAG's dynamic selection rates the root level's reports against the question, descends only
-into the children of relevant ones and maps what survives. Rating every report with a model is
-a call per report, which on our CPUs costs more than the map step it saves, so the rating here is
-the index's own embeddings (no model call):
+GraphRAG's dynamic selection rates the root level's reports against the question, descends only into the children of
+relevant ones and maps what survives. Rating every report with a model is a call per report, which on our CPUs costs
+more than the map step it saves, so the rating here is the index's own embeddings (no model call):
 
 - A report's score is its best query cosine: the report's vector or one of its findings' (a
   report about many things is near a question through one finding, rarely as a whole).
@@ -17,9 +16,8 @@ the index's own embeddings (no model call):
   almost whole; the best report is always read. The rest are left out "over the map budget". A
   question no report is near (`min_similarity`) keeps nothing.
 
-Every report considered is in `Selection.considered` with its score and why it was kept or not,
-so a user sees what the answer did not read.
-"""
+Every report considered is in `Selection.considered` with its score and why it was kept or not, so a user sees what the
+answer did not read."""
 
 from __future__ import annotations
 
@@ -91,9 +89,8 @@ def select_reports(
     pack: Callable[[Sequence[tuple[int, Report]]], list[MapBatch]],
     level_tokens: int,
 ) -> Selection:
-    """The reports worth mapping (module docstring); `pack` packs reports into map batches,
-    `level_tokens` is what the largest level packs into, `max_level` the deepest level the walk
-    may reach (None: all)."""
+    """The reports worth mapping (module docstring); `pack` packs reports into map batches, `level_tokens` is what the
+    largest level packs into, `max_level` the deepest level the walk may reach (None: all)."""
     reports = globals_.reports
     levels = globals_.levels
     deepest = levels[-1] if max_level is None else max_level

@@ -17,17 +17,14 @@ _PIECE = re.compile(r"[^\W\d_]+|\d|\n+|[^\S\n]{2,}| (?=\d)|[^\w\s]|_", re.UNICOD
 def approximate_tokens(text: str) -> int:
     """An over-estimate of an LLM's token count, for when no LLM is loaded.
 
-    Over-estimating keeps a context built without the model inside the budget once the model
-    counts it. ASCII words count one token per 4 letters (rounded up), every non-ASCII letter
-    one (CJK is about one token per character), every digit one (Gemma's SentencePiece splits
-    numbers into digits, and a space before a digit is a token of its own), punctuation one
-    each, a run of whitespace other than one space one per 16 characters.
+    Over-estimating keeps a context built without the model inside the budget once the model counts it. ASCII words
+    count one token per 4 letters (rounded up), every non-ASCII letter one (CJK is about one token per character), every
+    digit one (Gemma's SentencePiece splits numbers into digits, and a space before a digit is a token of its own),
+    punctuation one each, a run of whitespace other than one space one per 16 characters.
 
-    Promise (tests/test_tokens.py): never below the GGUF model's tokenizer (Gemma 3) on a text
-    of 20 tokens or more, nor below WordPiece (MiniLM) on a context-sized text (1000+ characters)
-    of prose, numbers, code or CJK. A short text of rare words can come out a token or two under
-    WordPiece, which splits such words into pieces of 2-3 letters.
-    """
+    Promise (tests/test_tokens.py): never below the GGUF model's tokenizer (Gemma 3) on a text of 20 tokens or more, nor
+    below WordPiece (MiniLM) on a context-sized text (1000+ characters) of prose, numbers, code or CJK. A short text of
+    rare words can come out a token or two under WordPiece, which splits such words into pieces of 2-3 letters."""
     n = 0
     for piece in _PIECE.findall(text):
         if piece.isascii():  # a word, or one digit or mark, or a run of whitespace (up to 16 a token)

@@ -13,9 +13,8 @@ log = logging.getLogger(__name__)
 class VectorIndex:
     """Rows of `matrix` are unit vectors named by `ids`; search returns the nearest ids, best first.
 
-    On CUDA (or MPS) the matrix is moved to the device once and the product runs there; on the
-    CPU numpy's BLAS is as fast as torch for a matrix-vector product and needs no copy.
-    """
+    On CUDA (or MPS) the matrix is moved to the device once and the product runs there; on the CPU numpy's BLAS is as
+    fast as torch for a matrix-vector product and needs no copy."""
 
     def __init__(self, ids: Sequence[str], matrix: np.ndarray, *, device: str | None = "cpu"):
         matrix = np.asarray(matrix, dtype=np.float32)
