@@ -147,13 +147,13 @@ class EvidenceConfig(Checked):
     (bench/RESULTS.md, "Answers a small reader gets right")."""
 
     passages: int = allowed(4, ">= 1")  # retrieved passages whose sentences compete
-    tokens: int = allowed(400, ">= 64")  # the budget of the kept sentences (the reader's own tokens)
+    tokens: int = allowed(600, ">= 64")  # the budget of the kept sentences (the reader's own tokens)
     lexical_weight: float = allowed(0.3, ">= 0")  # x the share of the question's words a sentence holds
     prior_weight: float = allowed(0.1, ">= 0")  # x the passage's place in the retrieval ranking (1 best .. 0)
     second_hop: bool = True  # score again against the question joined with each of its best sentences
     hops: int = allowed(3, ">= 1")  # how many of its best sentences each make a second-hop question
     hop_weight: float = allowed(1.0, "[0, 1]")  # the second hop's score counts this much
-    hop_passages: int = allowed(5, ">= 0")  # passages the joined question may add (naive search)
+    hop_passages: int = allowed(5, ">= 0")  # passages each joined question may add
     min_share: float = allowed(0.5, "[0, 1]")  # sentences under this share of the best one's score are not kept
     # no sentence scores this much: nothing found bears on the question (an unrelated sentence
     # scores about its passage prior: a MiniLM cosine near 0.1 and no word of the question)
@@ -170,7 +170,7 @@ class SearchConfig(Checked):
     evidence: EvidenceConfig = field(default_factory=EvidenceConfig)
     # How local, naive and tree search answer. "small": the best sentences within
     # `evidence.tokens`, an answer-only call, citations attached by matching the answer to them
-    # (answers.py); "large": GraphRAG's context tables filling the window, the model writing the
+    # (reader.py); "large": GraphRAG's context tables filling the window, the model writing the
     # answer and its citations; "auto": "small" for a model under SMALL_READER_PARAMS parameters.
     reader: str = allowed("auto", ("auto", "large", "small"))
     answer_max_tokens: int = allowed(500, ">= 1")  # the final answer's output tokens
