@@ -219,3 +219,22 @@ def test_a_small_readers_global_answer_quotes_the_sentences_nearest_the_question
     far = qe.global_search("What is the boiling point of mercury at sea level?")
     assert far.answer.startswith("The context does not say") and far.llm_calls == 0
     qe.close()
+
+
+def test_headings_inside_a_chunk_are_not_sentences_and_a_sentence_is_shown_once(embedder):
+    """A section heading between paragraphs ("University of Chicago Law School") is not evidence: shown
+    next to the question it was taken for the answer. Overlapping chunks share sentences: each is shown once."""
+    text = (
+        "Obama\nObama enrolled at Harvard Law School in 1988.\n\nUniversity of Chicago Law School\n\n"
+        "In 1991, he taught constitutional law at the University of Chicago Law School."
+    )
+    a = Chunk("a", "d", 0, text, 0, len(text), len(text.split()))
+    b = Chunk("b", "d", 1, "Obama\nObama enrolled at Harvard Law School in 1988.", 0, 50, 8)
+    q = "Where did Obama study law?"
+    ev = select_evidence(
+        q, embedder.embed([q])[0], [a, b], title_of=lambda c: "", embed=embedder.embed, count=FALLBACK,
+        budget=200, config=dataclasses.replace(EvidenceConfig(), min_share=0.0),
+    )  # fmt: skip
+    texts = [s.text for s in ev.ranked]
+    assert "University of Chicago Law School" not in texts and len(texts) == len(set(texts)) == 2
+    assert ev.text.count("enrolled at Harvard") == 1

@@ -40,6 +40,7 @@ STOPWORDS = frozenset(
     "they them has have had not no yes can could would should will about after before between during".split()
 )
 ELLIPSIS = " … "
+_ENDS = (".", "!", "?", '"', "”", "'", ")")
 
 
 def content_words(text: str) -> set[str]:
@@ -98,8 +99,34 @@ def passage_of(chunk: Chunk, fallback_title: str) -> Passage:
 
 
 def sentences_of(p: Passage) -> list[tuple[int, int]]:
-    body = p.chunk.text[p.body :]
-    return [(p.body + s, p.body + e) for s, e in split_sentences(body)]
+    """The sentences of a passage's text after its title, less the section headings inside it (a
+    paragraph of one short line with no end punctuation, "University of Chicago Law School"): shown
+    last, next to the question, a heading was taken for the answer."""
+    text = p.chunk.text
+    spans = [(p.body + s, p.body + e) for s, e in split_sentences(text[p.body :])]
+
+    def heading(s: int, e: int) -> bool:
+        alone = not text[:s].strip(" \t") or text[:s].rstrip(" \t").endswith("\n\n")
+        alone = alone and (not text[e:].strip(" \t") or text[e:].lstrip(" \t").startswith("\n\n"))
+        line = text[s:e]
+        return alone and "\n" not in line and len(line.split()) <= 12 and not line.endswith(_ENDS)
+
+    kept = [(s, e) for s, e in spans if not heading(s, e)]
+    return kept or spans
+
+
+def unique(
+    cands: list[tuple[Passage, int, int]], seen: Sequence[tuple[Passage, int, int]] = ()
+) -> list[tuple[Passage, int, int]]:
+    """Each sentence once (overlapping chunks repeat their shared sentences), from its best passage."""
+    have = {" ".join(p.chunk.text[s:e].split()) for p, s, e in seen}
+    out = []
+    for p, s, e in cands:
+        key = " ".join(p.chunk.text[s:e].split())
+        if key not in have:
+            have.add(key)
+            out.append((p, s, e))
+    return out
 
 
 def _scores(
@@ -124,7 +151,7 @@ def select_evidence(
     """The best sentences of `chunks` (ranked passages, best first) for `query`, within `budget`
     tokens; `title_of`: the title shown for a chunk with no heading of its own."""
     passages = [passage_of(c, title_of(c)) for c in chunks[: config.passages]]
-    cands = [(p, s, e) for p in passages for s, e in sentences_of(p)]
+    cands = unique([(p, s, e) for p in passages for s, e in sentences_of(p)])
     if not cands:
         return Evidence("", 0, (), ())
     text_of = [f"{p.title}: {p.chunk.text[s:e]}" if p.title else p.chunk.text[s:e] for p, s, e in cands]
@@ -144,7 +171,7 @@ def select_evidence(
                 found = [c for c in more(hop, vec) if c.id not in seen][: config.hop_passages]
                 seen.update(c.id for c in found)
                 extra += [passage_of(c, title_of(c)) for c in found]
-            new = [(p, s, e) for p in extra for s, e in sentences_of(p)]
+            new = unique([(p, s, e) for p in extra for s, e in sentences_of(p)], cands)
             if new:
                 new_text = [f"{p.title}: {p.chunk.text[s:e]}" if p.title else p.chunk.text[s:e] for p, s, e in new]
                 cands, text_of = cands + new, text_of + new_text
@@ -187,6 +214,6 @@ def render(kept: Sequence[Sentence]) -> str:
         body = parts[0].text
         for a, b in zip(parts, parts[1:]):
             gap = p.chunk.text[a.end : b.start]
-            body += (gap if not gap.strip() else ELLIPSIS) + b.text
+            body += (" " if not gap.strip() else ELLIPSIS) + b.text
         blocks.append(f"[{n}] {p.title}: {body}" if p.title else f"[{n}] {body}")
     return "\n\n".join(blocks)
