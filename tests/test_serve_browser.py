@@ -56,8 +56,10 @@ def browser(tmp_path_factory):
 
 
 def cite_first_source(messages, schema, max_tokens) -> str:
-    first = re.search(r"-----Sources-----\nid\|text\n(\d+)\|", messages[-1]["content"]).group(1)
-    return f"It is in New York, where Acme <Labs> works. [Data: Sources ({first})]"
+    first = re.search(r"-----Sources-----\nid\|text\n(\d+)\|", messages[-1]["content"])
+    if first is None:  # a small reader's prompt: it answers alone, and the citation is attached to it
+        return "New York, where Acme <Labs> works"
+    return f"It is in New York, where Acme <Labs> works. [Data: Sources ({first.group(1)})]"
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +92,7 @@ def test_ask_stream_open_a_citation_and_the_graph(browser, url, tmp_path):
         browser, "const s = document.getElementById('status').textContent; return /search in/.test(s) && s", "a result"
     )
     assert status.startswith("naive search in")
-    assert browser.execute_script("return window.tokens") >= 8  # pieces arrived one by one before the end
+    assert browser.execute_script("return window.tokens") >= 4  # pieces arrived one by one before the end
     links = browser.find_elements(By.CSS_SELECTOR, "#answer a")
     assert links, browser.find_element(By.ID, "answer").text
     links[0].click()
@@ -100,7 +102,7 @@ def test_ask_stream_open_a_citation_and_the_graph(browser, url, tmp_path):
     assert mark.text == chunk["text"].strip() or mark.text == chunk["text"]
     _until(browser, "return nodes && nodes.length", "the graph of the answer's entities")
     browser.find_element(By.CSS_SELECTOR, "#context-box summary").click()
-    assert "-----Sources-----" in browser.find_element(By.ID, "context").text
+    assert browser.find_element(By.ID, "context").text.startswith("[1] ")  # the evidence the small reader read
     browser.save_screenshot(str(tmp_path / "serve.png"))
     assert (tmp_path / "serve.png").stat().st_size > 10_000
 
