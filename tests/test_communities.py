@@ -222,3 +222,20 @@ def test_invalid_max_size():
     g.add_node("a")
     with pytest.raises(ValueError, match="max_cluster_size"):
         hierarchical_communities(g, CommunityConfig(max_cluster_size=0))
+
+
+def test_entities_named_in_the_same_chunks_cluster_together_but_relations_decide():
+    """A graph with few relations: without chunk links every unlinked entity is a community of its
+    own; with them, entities of the same chunks group, and a relation outweighs one shared chunk."""
+    g = nx.MultiDiGraph()
+    chunks = {"a": ["c1"], "b": ["c1", "c2"], "c": ["c2"], "x": ["c9"], "y": ["c9"], "z": ["c9", "c1"]}
+    for n, cs in chunks.items():
+        g.add_node(n, name=n, hid=0, provenance=[("d", c, 0, 1) for c in cs])
+    g.add_edge("z", "x", key="rel", weight=1)
+    alone = hierarchical_communities(g, CommunityConfig(chunk_weight=0))
+    assert sorted(c.nodes for c in alone) == [("a",), ("b",), ("c",), ("x", "z"), ("y",)]
+    linked = hierarchical_communities(g, CommunityConfig(chunk_weight=0.1))
+    assert sorted(c.nodes for c in linked) == [("a", "b", "c"), ("x", "y", "z")]
+    assert [c.edges for c in linked if "z" in c.nodes] == [(("z", "x", "rel"),)]  # chunk links are not edges
+    assert _undirected(g, 0.1)["a"]["b"]["weight"] == pytest.approx(0.1)
+    assert _undirected(g, 0.1)["x"]["z"]["weight"] == pytest.approx(1.1)

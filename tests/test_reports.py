@@ -105,7 +105,7 @@ def table_ids(text: str) -> dict[str, set[int]]:
 @pytest.fixture(scope="module")
 def graph_and_communities():
     g, sources = make_graph()
-    comms = hierarchical_communities(g, CommunityConfig(max_cluster_size=5))
+    comms = hierarchical_communities(g, CommunityConfig(max_cluster_size=5, chunk_weight=0))
     assert max(c.level for c in comms) >= 1
     return g, sources, comms
 

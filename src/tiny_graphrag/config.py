@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from tiny_graphrag.errors import ConfigError
 
 # The library's version (pyproject.toml reads it from here); every index records the one that built it.
-VERSION = "0.7.0"
+VERSION = "0.7.1"
 
 
 T = TypeVar("T")
@@ -192,6 +192,8 @@ class CommunityConfig(Checked):
     max_cluster_size: int = allowed(10, ">= 1")  # as in GraphRAG's default hierarchical Leiden
     seed: int = 0xDEADBEEF
     resolution: float = allowed(1.0, "> 0")
+    # Added to the link between two entities for each chunk that names both (clustering only; 0: relations alone).
+    chunk_weight: float = allowed(0.1, ">= 0")
 
 
 @dataclass(frozen=True)

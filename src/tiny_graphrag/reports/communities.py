@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from itertools import combinations
 
 import networkx as nx
 
@@ -22,15 +23,26 @@ log = logging.getLogger(__name__)
 _Level = list[tuple[tuple[str, ...], bool, int | None]]
 
 
-def _undirected(graph: nx.MultiDiGraph) -> nx.Graph:
+def _undirected(graph: nx.MultiDiGraph, chunk_weight: float = 0.0) -> nx.Graph:
     """All nodes; one edge per linked pair, weighing the summed `weight` of all parallel edges
-    between the two nodes in either direction (self-loops dropped)."""
+    between the two nodes in either direction (self-loops dropped), plus `chunk_weight` for each
+    chunk both are named in (their provenance)."""
     simple: nx.Graph[str] = nx.Graph()
     simple.add_nodes_from(graph)
+
+    def link(u: str, v: str, weight: float) -> None:
+        simple.add_edge(u, v, weight=simple.get_edge_data(u, v, {"weight": 0.0})["weight"] + weight)
+
     for u, v, data in graph.edges(data=True):
         if u != v:
-            pair = simple.get_edge_data(u, v, {"weight": 0.0})
-            simple.add_edge(u, v, weight=pair["weight"] + float(data.get("weight", 1)))
+            link(u, v, float(data.get("weight", 1)))
+    named: dict[str, list[str]] = defaultdict(list)  # chunk -> the entities it names
+    for node, data in graph.nodes(data=True) if chunk_weight > 0 else ():
+        for chunk in dict.fromkeys(p[1] for p in data.get("provenance", ()) if len(p) > 1):
+            named[chunk].append(node)
+    for chunk in sorted(named):
+        for u, v in combinations(sorted(named[chunk]), 2):
+            link(u, v, chunk_weight)
     return simple
 
 
@@ -84,7 +96,10 @@ def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig = C
     if graph.number_of_nodes() == 0:
         return []
 
-    simple = _undirected(graph)
+    # A relation extractor that finds few links (a small GLiREL) leaves most entities isolated: each
+    # its own community, a report each. Entities named in the same chunk are linked for clustering
+    # only (LazyGraphRAG clusters a co-occurrence graph), weakly, so typed relations still decide.
+    simple = _undirected(graph, config.chunk_weight)
     # Level 0: Leiden per connected component. Leiden never joins disconnected nodes anyway, and
     # running per component keeps one component's partition independent of unrelated ones
     # (modularity's null model otherwise depends on the whole graph's edge weight).
