@@ -178,6 +178,14 @@ def test_a_list_question_cites_each_item(index, embedder):
     qe.close()
 
 
+def test_an_answer_that_only_repeats_the_question_is_refused(index, embedder):
+    qe, seen = engine_with(index, embedder, "Bletchley Park.")
+    res = qe.naive_search("Where is Bletchley Park located?")
+    assert len(seen) == 1 and res.answer.startswith("The context does not say")
+    assert "Bletchley Park" not in res.answer and any("'Bletchley Park'" in n for n in res.notes), res.notes
+    qe.close()
+
+
 def test_nothing_relevant_or_nothing_kept_means_no_call(index, embedder):
     qe, seen = engine_with(index, embedder, "should not be asked")
     res = qe.naive_search("What is the boiling point of mercury at sea level?")

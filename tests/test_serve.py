@@ -336,7 +336,7 @@ def test_one_generation_at_a_time_over_a_socket(index):
     app = create_app({"idx": ServedIndex("idx", QueryEngine(index, llm=llm), None)}, time_limit=600)
     with serving(app) as url:
         first, gone, third = [], [], []
-        a = threading.Thread(target=_stream, args=(url, "Who met at O'Hare?", first))
+        a = threading.Thread(target=_stream, args=(url, "Where did the couple meet?", first))
         a.start()
         _wait_for(url, generating=True, waiting=0)
         _stream(url, "Where did they meet?", gone, close_after_queue=True)
@@ -356,7 +356,7 @@ def test_time_limit_in_line_and_while_generating(index):
     app = create_app({"idx": ServedIndex("idx", QueryEngine(index, llm=llm), None)}, time_limit=1)
     with serving(app) as url:
         first = []
-        a = threading.Thread(target=_stream, args=(url, "Who met at O'Hare?", first))
+        a = threading.Thread(target=_stream, args=(url, "Where did the couple meet?", first))
         a.start()
         _wait_for(url, generating=True)
         late = httpx.post(f"{url}/api/indexes/idx/query", json={"question": "And then?"}, timeout=60)

@@ -42,7 +42,9 @@ APPROXIMATE_NOTE = (
 
 
 NO_SENTENCE_ANSWER = "The context does not say: no sentence of the passages found bears on this question"
-ECHO_NOTE = "the answer only repeats what the question names: the passages found may not hold the answer"
+# A small reader missing a second hop names the question's own subject: refused (asked again, it did no better).
+ECHO_ANSWER = "The context does not say: the passages found name only what the question names"
+ECHO_NOTE = "the reader answered {answer!r}, which only repeats what the question names: refused"
 
 
 class Timer:
@@ -295,7 +297,8 @@ class SearchRun:
         def finish(text: str) -> tuple[str, dict[str, tuple[int, ...]]]:
             answer = clean_answer(text)
             if echoes_question(answer, self.query):
-                self.notes.append(ECHO_NOTE)
+                self.notes.append(ECHO_NOTE.format(answer=answer))
+                return ECHO_ANSWER, {}
             cited = []
             for item in items_of(answer, form):
                 ids = [sid_of[kept[i].passage.chunk.id] for i in supporting(item, kept, self.query)]  # one per passage
