@@ -12,8 +12,7 @@ One line per example, in any of three shapes (a file may mix them):
   uses (WORD_RE, GLiNER's own whitespace splitter): a span covers every word it overlaps.
 - GLiNER's: `{"tokenized_text": [...], "ner": [[first word, last word, label], ...]}` (inclusive).
 - GLiREL's: the same plus `"relations": [{"head": {"position": [first, last]}, "tail": {...},
-  "relation_text": label}]`, positions being spans of `ner` (inclusive, as GLiREL predicts).
-"""
+  "relation_text": label}]`, positions being spans of `ner` (inclusive, as GLiREL predicts)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ Columns and their order follow GraphRAG's data model (graphrag/data_model/schema
 - relationship ``description``: "head label tail"; ``combined_degree``: degree(head) + degree(tail);
 - community ``title``: its report's title, else "Community N"; ``period``: the build date;
 - ids: entity = node key, relationship = "e<hid>", text unit = chunk id, community/report = our
-  community id; ``human_readable_id`` and ``community`` are the integers GraphRAG uses.
-"""
+  community id; ``human_readable_id`` and ``community`` are the integers GraphRAG uses."""
 
 from __future__ import annotations
 

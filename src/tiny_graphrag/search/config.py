@@ -92,9 +92,8 @@ class GlobalConfig(Checked):
     # half of bench/data/global_questions.json (bench/RESULTS.md, "Dynamic community selection").
     dynamic_map_calls: int = allowed(3, ">= 1")
     dynamic_share: float = allowed(0.3, "(0, 1]")  # a share of a level's text
-    dynamic_cutoff: float = allowed(
-        0.2, "[0, 1]"
-    )  # relevance (0: the median report's score, 1: the best's) to keep or descend
+    # relevance (0: the median report's score, 1: the best's) to keep or descend
+    dynamic_cutoff: float = allowed(0.2, "[0, 1]")
     level: int | None = allowed(None, ">= 0 or None")  # the deepest level the selection may reach (None: all)
     map_chunk_tokens: int = allowed(1500, ">= 1")  # report text per map call (GraphRAG: 8k; our windows are 4k)
     map_max_tokens: int = allowed(200, ">= 1")  # output per map call: ids, scores of <= max_points findings
@@ -174,9 +173,5 @@ class SearchConfig(Checked):
     # answer and its citations; "auto": "small" for a model under SMALL_READER_PARAMS parameters.
     reader: str = allowed("auto", ("auto", "large", "small"))
     answer_max_tokens: int = allowed(500, ">= 1")  # the final answer's output tokens
-    context_tokens: int | None = allowed(
-        None, ">= 64 or None"
-    )  # None: what fits in n_ctx after the prompt and the answer
-    n_ctx: int | None = allowed(
-        None, ">= 256 or None"
-    )  # None: the LLM's window, else the index's LLM config, else 4096
+    context_tokens: int | None = allowed(None, ">= 64 or None")  # None: what fits in n_ctx after prompt and answer
+    n_ctx: int | None = allowed(None, ">= 256 or None")  # None: the LLM's window, else the index's, else 4096

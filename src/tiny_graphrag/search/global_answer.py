@@ -12,8 +12,7 @@ summarising to query time; with a small reader nothing is summarised:
 2. Each sentence under its theme: the top-level community that holds most of the entities its
    chunk mentions, by its report's title (a RAPTOR tree's top summary covering the chunk).
 3. The answer: "- Title: sentence [Data: Sources (id)]", themes in order of their best sentence.
-   No model call.
-"""
+   No model call."""
 
 from __future__ import annotations
 
