@@ -3,6 +3,7 @@
     python -m bench.answer_eval --sets musique --half tune --limit 20 --json /tmp/a.json
     python -m bench.answer_eval --sets hotpotqa100,musique,musique_b,2wiki30 --half held-out --json out.json
     python -m bench.answer_eval --sets musique --half tune --no-model --set evidence.tokens=300   # selection only
+    python -m bench.answer_eval --sets musique --half held-out --skip 25   # questions no earlier run has scored
 
 Sets: hotpotqa100 (../shared/data/eval), bench/data/musique, musique_b and 2wiki30: multi-hop questions
 over their own passages, one passage per document (bench/retrieval_eval.build_passage_index: the spaCy
@@ -235,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sets", default="musique")
     p.add_argument("--half", choices=("tune", "held-out"), default="tune")
     p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--skip", type=int, default=0, help="leave out the half's first N questions (those already used)")
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--set", action="append", default=[], help="a SearchConfig change, e.g. evidence.tokens=300")
     p.add_argument("--no-model", action="store_true", help="contexts and their statistics only")
@@ -246,10 +248,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = parse_settings(args.set)
     modes = args.modes.split(",")
     args.work.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"settings": args.set, "half": args.half, "load_start": os.getloadavg(), "sets": {}}
+    report: dict[str, Any] = {
+        "settings": args.set,
+        "half": args.half,
+        "skip": args.skip,
+        "load_start": os.getloadavg(),
+        "sets": {},
+    }
     for name in args.sets.split(","):
         runner = Runner(name, args.work, config, model=not args.no_model, cache=args.cache)
-        qs = half(runner.questions, args.half)[: args.limit]
+        qs = half(runner.questions, args.half)[args.skip :][: args.limit]
         records = []
         for q in qs:
             rec = {"id": q.id, "question": q.text, "gold_answer": q.answer}

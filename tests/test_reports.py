@@ -730,3 +730,29 @@ def test_a_summary_cut_off_or_of_filler_is_the_first_sentence_its_community_quot
             community_summary(bad, names, findings)
             == "Obama signed the Affordable Care Act in 2010. [Data: Sources (7)]"
         )
+
+
+def test_own_names_put_a_communitys_own_entities_before_a_name_every_chunk_holds():
+    """A fallback title names what sets a community apart: the hub ("USA", in every chunk, and most
+    connected) comes after entities named only in this community's chunks, and an entity shared with
+    another community's chunks comes after one that is not."""
+    from collections import Counter
+
+    from tiny_graphrag.reports.context import chunks_of, own_names
+
+    g = nx.MultiDiGraph()
+    chunks = {"USA": "abcdef", "Michelle": "ab", "Netflix": "a", "Chicago": "bc", "Kenya": "cde", "Obama Sr.": "de"}
+    for name, cs in chunks.items():
+        g.add_node(name, name=name, provenance=[("d", f"c{c}", 0, 1) for c in cs])
+    for other in ("Michelle", "Netflix", "Chicago", "Kenya", "Obama Sr."):  # the hub is the most connected
+        g.add_edge("USA", other, key="r", label="r")
+    ours = Community("c0", 0, ("USA", "Michelle", "Netflix", "Chicago"))
+    sizes = Counter(c for n in g for c in chunks_of(g, n))
+    assert sizes == {"ca": 3, "cb": 3, "cc": 3, "cd": 3, "ce": 3, "cf": 1}
+    own = own_names(ours, g, sizes)
+    assert set(own) == set(ours.nodes) and own[-1] == "USA"
+    assert own.index("Michelle") < own.index("Chicago")  # Chicago's chunk "c" also names Kenya, not ours
+    assert own_names(ours, g, sizes, top=2) == own[:2]
+    from tiny_graphrag.reports.generate import community_title
+
+    assert community_title("The Community", own) == ", ".join(own[:2]) + f" and {own[2]}"

@@ -10,8 +10,8 @@ A schema file (TOML, YAML or JSON) looks like::
 
     [relation_types."located in"]          # no constraint lists: any entity types allowed
 
-`relation_types` may also be a plain list of labels. For the spaCy extractor, a table maps
-spaCy's NER labels to the schema's entity types (labels not listed are dropped)::
+`relation_types` may also be a plain list of labels. For the spaCy extractor, a table maps spaCy's NER labels to the
+schema's entity types (labels not listed are dropped)::
 
     [spacy_labels]
     PERSON = "Person"

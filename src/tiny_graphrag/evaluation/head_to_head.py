@@ -1,16 +1,15 @@
 """Head-to-head evaluation of global answers, as in the GraphRAG paper (Edge et al. 2024, §4.1).
 
-1. Questions: from a short description of the corpus, the model names users (personas), a few
-   tasks per user, and per (user, task) questions that need the whole corpus to answer
-   (`generate_questions`); or, cheaper, questions read off the top community reports
-   (`questions_from_reports`).
+1. Questions: from a short description of the corpus, the model names users (personas), a few tasks per user, and per
+   (user, task) questions that need the whole corpus to answer (`generate_questions`); or, cheaper, questions read off
+   the top community reports (`questions_from_reports`).
 2. Answers: two search modes of one `QueryEngine` answer every question (`collect_answers`).
-3. Judging: an LLM judge sees the question, one criterion with its definition and the two
-   answers, and names the better one (or a tie) with a short reason. Every pair is judged in
-   both orders, because small judges favour a position; a verdict that flips with the order is
-   the judge's noise, not a preference, so order agreement is reported as the trust measure.
-4. Win rates: per criterion, the share of questions mode A wins (ties and split orders count
-   half), with a 95% bootstrap interval over questions (`win_rates`).
+3. Judging: an LLM judge sees the question, one criterion with its definition and the two answers, and names the better
+   one (or a tie) with a short reason. Every pair is judged in both orders, because small judges favour a position; a
+   verdict that flips with the order is the judge's noise, not a preference, so order agreement is reported as the trust
+   measure.
+4. Win rates: per criterion, the share of questions mode A wins (ties and split orders count half), with a 95% bootstrap
+   interval over questions (`win_rates`).
 
 Every model call goes through `llm.complete(..., schema=...)`: the grammar makes even a 135M model's output parse, so a
 bad verdict is a wrong one, never a crash."""

@@ -76,8 +76,7 @@ def length_buckets(lengths: Sequence[int], size: int) -> list[list[int]]:
 
     A batch is padded to its longest text, so mixing a 256-word chunk with a 40-word tail makes the model encode 216
     words of padding. Sorting by length and closing a batch when the next text is shorter than 80% of the batch's
-    longest bounds that waste. Attention masks hide the padding, so the outputs do not change, only the order of
-    work."""
+    longest bounds that waste. Attention masks hide the padding: the outputs do not change, only the order of work."""
     if size < 1:
         raise ValueError(f"batch_size must be at least 1, got {size}")
     batches: list[list[int]] = []

@@ -1,7 +1,7 @@
 """How GLiNER and GLiREL run: device, precision, dynamic int8, or encoders on ONNX Runtime.
 
-Chosen from the ExtractionConfig once (`runtime_for`), applied to each model as it loads
-(`optimized`); the choice is part of the per-process model cache's key.
+Chosen from the ExtractionConfig once (`runtime_for`), applied to each model as it loads (`optimized`); the choice is
+part of the per-process model cache's key.
 
 ONNX Runtime (CPU): nearly all of an extraction's FLOPs are in the Hugging Face encoder each model wraps (DeBERTa-v3 for
 the default models). Rather than exporting each model whole (GLiREL has no exporter), every such encoder is exported

@@ -8,11 +8,11 @@ One line per example, in any of three shapes (a file may mix them):
      {"start": 17, "end": 24, "label": "organization"}], "relations": [{"head": 0, "tail": 1,
      "label": "educated at"}]}
 
-  `head`/`tail` index into `entities`. Offsets become words with the tokenization the extractor
-  uses (WORD_RE, GLiNER's own whitespace splitter): a span covers every word it overlaps.
+  `head`/`tail` index into `entities`. Offsets become words with the tokenization the extractor uses (WORD_RE, GLiNER's
+  own whitespace splitter): a span covers every word it overlaps.
 - GLiNER's: `{"tokenized_text": [...], "ner": [[first word, last word, label], ...]}` (inclusive).
-- GLiREL's: the same plus `"relations": [{"head": {"position": [first, last]}, "tail": {...},
-  "relation_text": label}]`, positions being spans of `ner` (inclusive, as GLiREL predicts)."""
+- GLiREL's: the same plus `"relations": [{"head": {"position": [first, last]}, "tail": {...}, "relation_text": label}]`,
+  positions being spans of `ner` (inclusive, as GLiREL predicts)."""
 
 from __future__ import annotations
 

@@ -3,11 +3,11 @@
 Recipe (all of it in RECIPE, whose hash names the folder, so a changed recipe trains anew):
 - Re-DocRED's 500 documents split by document with a fixed seed into train / dev / test;
 - one sentence per example (short inputs keep training within minutes on two cores);
-- a held-out "domain" the starter never sees: entity type `date` and the eight relation types
-  whose tail is a date. Its mentions and relations are removed from the starter's training data;
-  it exists for the domain adaptation curve (bench) and as a test of `models finetune`;
-- lower encoder layers frozen, a fixed number of steps; settings were chosen on dev only, and
-  dev F1 picks the checkpoint; test is only reported.
+- a held-out "domain" the starter never sees: entity type `date` and the eight relation types whose tail is a date. Its
+  mentions and relations are removed from the starter's training data; it exists for the domain adaptation curve (bench)
+  and as a test of `models finetune`;
+- lower encoder layers frozen, a fixed number of steps; settings were chosen on dev only, and dev F1 picks the
+  checkpoint; test is only reported.
 
 `python -m tiny_graphrag.finetune.starter` trains the pair once (`make starter`) and prints its folder; the folder also
 gets the splits as friendly JSONL (data/*.jsonl) to try the finetune/evaluate commands. Weights are never committed:

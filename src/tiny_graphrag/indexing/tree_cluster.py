@@ -3,12 +3,11 @@
 After parthsarthi03/raptor (cluster_utils.py): a global UMAP pass (n_neighbors = sqrt(n - 1)) and mixture, then a local
 pass (n_neighbors = 10) inside each global cluster; a node joins every cluster whose probability exceeds the threshold;
 a cluster whose text would exceed the summary prompt's budget is clustered again. Differences, each for a reason:
-- a node always joins its most probable cluster (with many components the best probability can
-  be under the threshold, and RAPTOR then silently drops the node);
+- a node always joins its most probable cluster (with many components the best probability can be under the threshold,
+  and RAPTOR then silently drops the node);
 - layers too small for UMAP are clustered on the raw embeddings;
 - identical embeddings are collapsed before UMAP and the mixture (over duplicates both degenerate);
-- an over-budget cluster that clustering cannot split is cut in document order, so the recursion
-  always ends.
+- an over-budget cluster that clustering cannot split is cut in document order, so the recursion always ends.
 Everything is seeded: the same embeddings and seed give the same clusters."""
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The index as Microsoft GraphRAG's output tables (parquet), so GraphRAG's notebooks and viewers read it.
 
-Columns and their order follow GraphRAG's data model (graphrag/data_model/schemas.py, the
-*_FINAL_COLUMNS lists). Where our index has no such value it is derived and said so here:
+Columns and their order follow GraphRAG's data model (graphrag/data_model/schemas.py, the *_FINAL_COLUMNS lists). Where
+our index has no such value it is derived and said so here:
 - entity ``description``: type, mention count and aliases (we extract; no LLM summarises entities);
 - relationship ``description``: "head label tail"; ``combined_degree``: degree(head) + degree(tail);
 - community ``title``: its report's title, else "Community N"; ``period``: the build date;
-- ids: entity = node key, relationship = "e<hid>", text unit = chunk id, community/report = our
-  community id; ``human_readable_id`` and ``community`` are the integers GraphRAG uses."""
+- ids: entity = node key, relationship = "e<hid>", text unit = chunk id, community/report = our community id;
+  ``human_readable_id`` and ``community`` are the integers GraphRAG uses."""
 
 from __future__ import annotations
 

@@ -24,9 +24,8 @@ _Level = list[tuple[tuple[str, ...], bool, int | None]]
 
 
 def _undirected(graph: nx.MultiDiGraph, chunk_weight: float = 0.0) -> nx.Graph:
-    """All nodes; one edge per linked pair, weighing the summed `weight` of all parallel edges
-    between the two nodes in either direction (self-loops dropped), plus `chunk_weight` for each
-    chunk both are named in (their provenance)."""
+    """All nodes; one edge per linked pair, weighing the summed `weight` of all parallel edges between the two nodes in
+    either direction (self-loops dropped), plus `chunk_weight` for each chunk both are named in (their provenance)."""
     simple: nx.Graph[str] = nx.Graph()
     simple.add_nodes_from(graph)
 

@@ -9,7 +9,9 @@ tokenizer, template included, so the budget is never exceeded."""
 from __future__ import annotations
 
 import functools
+import math
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +54,7 @@ class ReportContext:
     relationships: tuple[tuple[int, str, str, str], ...] = ()  # (id, source, target, relation)
     sources: tuple[tuple[int, str], ...] = ()  # (id, the text shown) of each Sources row
     sub_report_ids: tuple[str, ...] = ()  # community ids whose reports stand in for their elements
+    own_names: tuple[str, ...] = ()  # the community's entities most its own first (own_names), for a fallback title
 
     @property
     def source_ids(self) -> tuple[int, ...]:
@@ -289,6 +292,25 @@ def build_report_context(
             f"prompt, over the report context budget of {budget_tokens} tokens. {_FIX}"
         )
     return chosen
+
+
+def chunks_of(graph: nx.MultiDiGraph, n: str) -> set[str]:
+    """The chunks naming entity `n` (from its provenance)."""
+    return {p[1] for p in graph.nodes[n].get("provenance") or () if len(p) > 1}
+
+
+def own_names(community: Community, graph: nx.MultiDiGraph, sizes: Counter[str], top: int = 8) -> tuple[str, ...]:
+    """The `top` names of a community's entities, most its own first: an entity counts each chunk naming it by the share
+    of that chunk's entities the community holds, times log(chunks / chunks naming it) (tf-idf). A name in most chunks
+    ("United States") says little of which community this is (by degree, the demo had "Michelle, USA and America")."""
+    held = Counter(c for n in community.nodes for c in chunks_of(graph, n))
+
+    def score(n: str) -> float:
+        chunks = chunks_of(graph, n)
+        return sum(held[c] / sizes[c] for c in chunks) * math.log(max(len(sizes), 1) / max(len(chunks), 1))
+
+    ranked = sorted(community.nodes, key=lambda n: (-score(n), -graph.degree(n), n))
+    return tuple(dict.fromkeys(str(graph.nodes[n].get("name", n)) for n in ranked))[:top]
 
 
 def _substitute(builder: _Builder, community: Community, replaced: Sequence[Community]) -> list[Unit]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -18,7 +19,7 @@ from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, Con
 from tiny_graphrag.citations import DATA_BLOCK, filter_citations, strip_citations
 from tiny_graphrag.indexing.chunking import split_sentences
 from tiny_graphrag.records import Community, Finding, Report
-from tiny_graphrag.reports.context import ReportContext, SourceText, build_report_context
+from tiny_graphrag.reports.context import ReportContext, SourceText, build_report_context, chunks_of, own_names
 from tiny_graphrag.reports.parse import parse_report_json, trim_to_bounds
 from tiny_graphrag.reports.prompt import report_messages, report_schema
 
@@ -68,7 +69,7 @@ def _to_report(community: Community, data: dict, context: ReportContext) -> Repo
     return Report(
         community_id=community.id,
         level=community.level,
-        title=community_title(strip_citations(data["title"]), names),
+        title=community_title(strip_citations(data["title"]), context.own_names or names),
         summary=community_summary(cite(data["summary"]), names, findings),
         rating=data["rating"],
         rating_explanation=cite(data["rating_explanation"]),
@@ -94,7 +95,8 @@ def meaningful(text: str, names: Sequence[str], *, sentence: bool) -> bool:
 
 
 def community_title(title: str, names: Sequence[str]) -> str:
-    """The model's title when meaningful, else its community's first three entities' names."""
+    """The model's title when meaningful, else its community's first three entities' names: `names` most its own first
+    (ReportContext.own_names: with hubs first the demo had "Michelle, USA and America" and kept "The hour itself")."""
     cleaned = title.strip().rstrip(",;:").strip()
     if not names or meaningful(cleaned, names, sentence=False):
         return cleaned.strip(" ,;:.-") or title
@@ -130,7 +132,7 @@ def fallback_report(community: Community, context: ReportContext) -> Report:
     return Report(
         community_id=community.id,
         level=community.level,
-        title=f"{entities[0][1] if entities else 'community'} and related entities",
+        title=f"{(*context.own_names, *(e[1] for e in entities), 'community')[0]} and related entities",
         summary=f"A community of {len(community.nodes)} entities: {names}.{cite}",
         rating=0.0,
         rating_explanation=FALLBACK_EXPLANATION,
@@ -203,6 +205,7 @@ def generate_reports(
     reports: dict[str, Report] = {}
     # Small communities cost a model call each and add little to a global answer: a user may skip them.
     order = sorted((c for c in communities if len(c.nodes) >= min_size), key=lambda c: (-c.level, c.id))
+    sizes = Counter(c for n in graph for c in chunks_of(graph, n))  # entities each chunk names, for own_names
     for community in tqdm(order, desc="community reports", disable=not progress, unit="report"):
         if len(community.children) == 1 and community.children[0] in reports:
             child = by_id[community.children[0]]
@@ -212,6 +215,7 @@ def generate_reports(
                 continue
         subs = {c: reports[c] for c in community.children if c in reports}
         context = build_report_context(community, graph, sources, llm.count_tokens, budget, subs, communities=by_id)
+        context = replace(context, own_names=own_names(community, graph, sizes))
         reports[community.id] = generate_report(community, context, llm, max_report_tokens=max_report_tokens)
     log.info("%d reports (%d model calls, %d cache hits)", len(reports), llm.calls, llm.cache_hits)
     return [reports[c.id] for c in communities if c.id in reports]

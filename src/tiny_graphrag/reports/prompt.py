@@ -1,7 +1,7 @@
 """The community report request: its JSON schema and its chat messages.
 
-String lengths in the schema are bounded so a small model cannot loop inside one string: a full
-report is at most ~3,300 characters (~850 tokens), near the default max_report_tokens=800.
+String lengths in the schema are bounded so a small model cannot loop inside one string: a full report is at most ~3,300
+characters (~850 tokens), near the default max_report_tokens=800.
 
 The grammar makes the model write the properties in the order given here, evidence first: the findings, each explanation
 before its one-line summary, then the rating, the executive summary and last the title. Written in GraphRAG's order

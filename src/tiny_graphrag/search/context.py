@@ -1,9 +1,9 @@
 """Context builders: turn ranked candidates into the data tables a model reads, within token budgets.
 
-Separate from the searches so that `only_context=True`, retrieval evaluation and the budget
-tests need no model. Every budget is counted with the given TokenCounter (the LLM's tokenizer,
-or the stated fallback), and every table is measured again as a whole after packing, so a
-context never exceeds its budget even where a tokenizer merges across row boundaries.
+Separate from the searches so that `only_context=True`, retrieval evaluation and the budget tests need no model. Every
+budget is counted with the given TokenCounter (the LLM's tokenizer, or the stated fallback), and every table is measured
+again as a whole after packing, so a context never exceeds its budget even where a tokenizer merges across row
+boundaries.
 
 Tables use GraphRAG's "-----Name-----" headers and "|"-separated rows; the first column is the id the model cites."""
 

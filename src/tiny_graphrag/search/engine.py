@@ -6,9 +6,9 @@
     for piece in qe.global_search("What are the main themes?", stream=True):
         print(piece, end="")
 
-The graph, vectors and embedder are loaded in the constructor; the LLM only when an answer is
-asked for (`only_context=True` never loads it). Without a loaded LLM, token budgets are counted
-with a conservative estimate and the result says so.
+The graph, vectors and embedder are loaded in the constructor; the LLM only when an answer is asked for
+(`only_context=True` never loads it). Without a loaded LLM, token budgets are counted with a conservative estimate and
+the result says so.
 
 The engine opens the index for search (`self.index`, a read-only SearchIndex), holds the LLM and dispatches: each mode's
 flow (retrieve -> context -> model calls -> result) lives in its own module (naive.py, local.py, global_search.py,
@@ -76,9 +76,8 @@ Where = Mapping[str, str] | Sequence[tuple[str, str]]  # metadata key=value cond
 
 
 def where_filter(where: object) -> dict[str, str]:
-    """`where=` as {key: value}: from a mapping or (key, value) pairs, as the command line's repeated
-    --where gives them. Every condition must hold, so one key with two values is refused (it was
-    the last value that silently counted)."""
+    """`where=` as {key: value}: from a mapping or (key, value) pairs, as the command line's repeated --where gives
+    them. Every condition must hold: one key with two values is refused (the last value silently counted before)."""
     pairs = list(where.items()) if isinstance(where, Mapping) else where
     if not isinstance(pairs, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs):
         raise InputError(
@@ -240,9 +239,8 @@ class QueryEngine:
         return run
 
     def reader(self, llm: LLM | None) -> str:
-        """SearchConfig.reader, "auto" decided by the model's size: "small" under
-        SMALL_READER_PARAMS parameters, or when the size is unknown (no model loaded, a backend
-        that does not say), as every model that installs offline is."""
+        """SearchConfig.reader, "auto" decided by the model's size: "small" under SMALL_READER_PARAMS parameters, or
+        when the size is unknown (no model loaded, a backend that does not say), as every model installed offline is."""
         if self.config.reader != "auto":
             return self.config.reader
         params = getattr(llm, "n_params", None)

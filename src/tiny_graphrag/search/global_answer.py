@@ -6,13 +6,12 @@ bench/data/global_questions.json were anywhere in the reports), and its reduce k
 facts reached the answer; the demo's themes answer repeated one fact twice: bench/RESULTS.md). LazyGraphRAG defers
 summarising to query time; with a small reader nothing is summarised:
 
-1. The `GlobalConfig.chunks` chunks nearest the question, and their sentences nearest it, best
-   first, while the answer's `GlobalConfig.reduce_max_tokens` hold (on the tune questions, capping
-   sentences per community or diversifying them by embedding kept fewer key facts).
-2. Each sentence under its theme: the top-level community that holds most of the entities its
-   chunk mentions, by its report's title (a RAPTOR tree's top summary covering the chunk).
-3. The answer: "- Title: sentence [Data: Sources (id)]", themes in order of their best sentence.
-   No model call."""
+1. The `GlobalConfig.chunks` chunks nearest the question, and their sentences nearest it, best first, while the answer's
+   `GlobalConfig.reduce_max_tokens` hold (on the tune questions, capping sentences per community or diversifying them by
+   embedding kept fewer key facts).
+2. Each sentence under its theme: the top-level community that holds most of the entities its chunk mentions, by its
+   report's title (a RAPTOR tree's top summary covering the chunk).
+3. The answer: "- Title: sentence [Data: Sources (id)]", themes in order of their best sentence. No model call."""
 
 from __future__ import annotations
 

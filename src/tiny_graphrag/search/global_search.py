@@ -1,16 +1,14 @@
 """Global search (GraphRAG paper §3.1.6): map community reports to scored key points, reduce to an answer.
 
-- Selection (selection.py): the reports nearest the question by the index's own embeddings,
-  from the root level down (an irrelevant parent rules out its children), best first, within
-  `dynamic_map_calls` map calls; every report considered is in `details["considered"]` with
-  why it was kept or left out. A question no report is near gets no model call at all.
-- Map: the chosen reports are shuffled and their findings packed into chunks of
-  `map_chunk_tokens`; one call per chunk chooses the findings that help (by id, a JSON-schema
-  enum) with 0-100 helpfulness scores, so a key point is a finding's own words citing its
-  report. An invalid answer becomes one score-0 point (logged), never an exception.
-- Reduce: the points the map model scored above 0, most helpful first, until the reduce budget
-  is full; one more call writes the answer citing reports (calls = map chunks + 1). No point
-  above 0: no reduce call.
+- Selection (selection.py): the reports nearest the question by the index's own embeddings, from the root level down (an
+  irrelevant parent rules out its children), best first, within `dynamic_map_calls` map calls; every report considered
+  is in `details["considered"]` with why it was kept or left out. A question no report is near gets no model call at
+  all.
+- Map: the chosen reports are shuffled and their findings packed into chunks of `map_chunk_tokens`; one call per chunk
+  chooses the findings that help (by id, a JSON-schema enum) with 0-100 helpfulness scores, so a key point is a
+  finding's own words citing its report. An invalid answer becomes one score-0 point (logged), never an exception.
+- Reduce: the points the map model scored above 0, most helpful first, until the reduce budget is full; one more call
+  writes the answer citing reports (calls = map chunks + 1). No point above 0: no reduce call.
 A small reader's global answer (global_answer.py) quotes the nearest themes' own sentences, with no call.
 
 Usage is counted per category: "map" (all map calls) and "reduce" (the answer call)."""

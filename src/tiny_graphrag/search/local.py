@@ -3,18 +3,16 @@
 What the retriever does (local_retriever.py):
 
 1. Link: exact normalized name matches plus embedding similarity (linking.py).
-2. Spread: personalized PageRank over entities and chunks (graph_index.py), seeded by the
-   linked entities (mass 1 in all, by link score or query-entity cosine over specificity) and
-   the best hybrid (dense + keyword) chunks (mass `passage_weight`); a neighbour ranks high
-   when its relations to the seeds are heavy and it is mentioned where the seeds are, as in
-   HippoRAG 2; entities whose vectors are nearly the same ("US", "United States") are linked
-   too (HippoRAG's synonymy edges, `synonym_similarity`), and links that only say two names
-   share a sentence count `cooccurrence_weight` (0 by default: the mentions carry the walk).
-3. Rank: entities by PageRank mass (seeds first); relationships among them by weight and the
-   endpoints' combined degree (GraphRAG's order); the most specific community of each entity,
-   by the mass of its entities; chunks: the best `keep_text_top` hybrid ones first, then by
-   PageRank mass (plus `prior_weight` times the fused text score), then the rest of the
-   hybrid ranking.
+2. Spread: personalized PageRank over entities and chunks (graph_index.py), seeded by the linked entities (mass 1 in
+   all, by link score or query-entity cosine over specificity) and the best hybrid (dense + keyword) chunks (mass
+   `passage_weight`); a neighbour ranks high when its relations to the seeds are heavy and it is mentioned where the
+   seeds are, as in HippoRAG 2; entities whose vectors are nearly the same ("US", "United States") are linked too
+   (HippoRAG's synonymy edges, `synonym_similarity`), and links that only say two names share a sentence count
+   `cooccurrence_weight` (0 by default: the mentions carry the walk).
+3. Rank: entities by PageRank mass (seeds first); relationships among them by weight and the endpoints' combined degree
+   (GraphRAG's order); the most specific community of each entity, by the mass of its entities; chunks: the best
+   `keep_text_top` hybrid ones first, then by PageRank mass (plus `prior_weight` times the fused text score), then the
+   rest of the hybrid ranking.
 
 When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty. The retriever also embeds
 the query. This module gathers the candidates' reports and text, packs them with the entities and relationships into

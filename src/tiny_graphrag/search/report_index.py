@@ -1,9 +1,8 @@
 """The tables global search maps: community reports, or a RAPTOR tree's summaries taken as reports.
 
-`GlobalIndex` numbers the reports (a report's citation id is its row, the same in every search),
-groups them by level; `TreeIndex` holds the
-tree's summaries and vectors for tree search, and `tree_as_reports` turns them into a `GlobalIndex` whose top layer is
-level 0."""
+`GlobalIndex` numbers the reports (a report's citation id is its row, the same in every search), groups them by level;
+`TreeIndex` holds the tree's summaries and vectors for tree search, and `tree_as_reports` turns them into a
+`GlobalIndex` whose top layer is level 0."""
 
 from __future__ import annotations
 

@@ -4,17 +4,16 @@ GraphRAG's dynamic selection rates the root level's reports against the question
 relevant ones and maps what survives. Rating every report with a model is a call per report, which on our CPUs costs
 more than the map step it saves, so the rating here is the index's own embeddings (no model call):
 
-- A report's score is its best query cosine: the report's vector or one of its findings' (a
-  report about many things is near a question through one finding, rarely as a whole).
-- Relevance places that score between the scored reports' median (0) and the best (1): a broad
-  question ("the main themes?") is far from every report, so only the ranking says which are nearer.
-- From the root level down: a report under `dynamic_cutoff` is left out and so are its
-  children (an irrelevant parent rules them out; a lone root, about everything, never is); a relevant report whose children include a
-  relevant one is replaced by its children (more specific, the same entities), else kept.
-- The kept reports, best first, fill the map budget: at most `dynamic_map_calls` map batches
-  and `dynamic_share` of the text of a whole level (the largest), so a small index is not read
-  almost whole; the best report is always read. The rest are left out "over the map budget". A
-  question no report is near (`min_similarity`) keeps nothing.
+- A report's score is its best query cosine: the report's vector or one of its findings' (a report about many things is
+  near a question through one finding, rarely as a whole).
+- Relevance places that score between the scored reports' median (0) and the best (1): a broad question ("the main
+  themes?") is far from every report, so only the ranking says which are nearer.
+- From the root level down: a report under `dynamic_cutoff` is left out and so are its children (an irrelevant parent
+  rules them out; a lone root, about everything, never is); a relevant report whose children include a relevant one is
+  replaced by its children (more specific, the same entities), else kept.
+- The kept reports, best first, fill the map budget: at most `dynamic_map_calls` map batches and `dynamic_share` of the
+  text of a whole level (the largest), so a small index is not read almost whole; the best report is always read. The
+  rest are left out "over the map budget". A question no report is near (`min_similarity`) keeps nothing.
 
 Every report considered is in `Selection.considered` with its score and why it was kept or not, so a user sees what the
 answer did not read."""

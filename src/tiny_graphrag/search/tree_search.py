@@ -1,8 +1,8 @@
 """RAPTOR tree search: rank tree nodes (summaries and chunks) by similarity, pack them, answer once.
 
 - collapsed (RAPTOR's default and its best): every node of every layer competes for the budget;
-- traversal: from the top layer down, the `top_k` most similar nodes of each layer, then their
-  children; the nodes kept on the way are packed, most similar first.
+- traversal: from the top layer down, the `top_k` most similar nodes of each layer, then their children; the nodes kept
+  on the way are packed, most similar first.
 Summaries are shown as a "Reports" table and chunks as a "Sources" table, so citations use the existing kinds; the
 result's sources also hold every chunk a shown summary covers, and `details["summaries"]` maps each summary's id to
 those chunks' ids, so a cited summary resolves to document text."""

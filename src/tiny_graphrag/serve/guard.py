@@ -1,10 +1,10 @@
 """What every request passes first (a plain ASGI middleware, so streams and disconnects pass
-through untouched): the Host check, the bearer token, the body-size limit, and headers that keep
-the page from loading or sending anything anywhere else.
+through untouched): the Host check, the bearer token, the body-size limit, and headers that keep the page from loading
+or sending anything anywhere else.
 
-The body is bounded as it arrives, not by its headers: a chunked body (whatever Content-Length
-says beside it) or a Content-Length larger than allowed is read only up to MAX_BODY bytes, then
-refused, so no request makes the server hold more than that."""
+The body is bounded as it arrives, not by its headers: a chunked body (whatever Content-Length says beside it) or a
+Content-Length larger than allowed is read only up to MAX_BODY bytes, then refused, so no request makes the server hold
+more than that."""
 
 from __future__ import annotations
 
