@@ -35,7 +35,8 @@ def joined(names: Sequence[str]) -> str:
 
 def measure(path: Path) -> dict[str, Any]:
     from tiny_graphrag import QueryEngine
-    from tiny_graphrag.reports.context import chunks_of, own_names
+    from tiny_graphrag.index.graph import node_chunks
+    from tiny_graphrag.reports.context import own_names
 
     idx = QueryEngine(path).index
     graph, gi = idx.graph, idx.graph_index
@@ -54,7 +55,7 @@ def measure(path: Path) -> dict[str, Any]:
     vectors = np.asarray(idx.embed_texts([c.text for c in idx.store.chunks_by_id(chunk_ids)]), dtype=np.float32)
     centroids = weights @ vectors
     centroids /= np.linalg.norm(centroids, axis=1, keepdims=True) + 1e-9
-    sizes = Counter(c for n in graph for c in chunks_of(graph, n))
+    sizes = Counter(c for n in graph for c in node_chunks(graph, n))
 
     def name(n: str) -> str:
         return str(graph.nodes[n].get("name", n))

@@ -738,7 +738,8 @@ def test_own_names_put_a_communitys_own_entities_before_a_name_every_chunk_holds
     another community's chunks comes after one that is not."""
     from collections import Counter
 
-    from tiny_graphrag.reports.context import chunks_of, own_names
+    from tiny_graphrag.index.graph import node_chunks
+    from tiny_graphrag.reports.context import own_names
 
     g = nx.MultiDiGraph()
     chunks = {"USA": "abcdef", "Michelle": "ab", "Netflix": "a", "Chicago": "bc", "Kenya": "cde", "Obama Sr.": "de"}
@@ -747,7 +748,7 @@ def test_own_names_put_a_communitys_own_entities_before_a_name_every_chunk_holds
     for other in ("Michelle", "Netflix", "Chicago", "Kenya", "Obama Sr."):  # the hub is the most connected
         g.add_edge("USA", other, key="r", label="r")
     ours = Community("c0", 0, ("USA", "Michelle", "Netflix", "Chicago"))
-    sizes = Counter(c for n in g for c in chunks_of(g, n))
+    sizes = Counter(c for n in g for c in node_chunks(g, n))
     assert sizes == {"ca": 3, "cb": 3, "cc": 3, "cd": 3, "ce": 3, "cf": 1}
     own = own_names(ours, g, sizes)
     assert set(own) == set(ours.nodes) and own[-1] == "USA"

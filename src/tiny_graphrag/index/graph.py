@@ -213,6 +213,11 @@ def _drop_reason(graph: nx.MultiDiGraph, schema: Schema, head: str, tail: str, l
     return "" if schema.allows(label, graph.nodes[head]["type"], graph.nodes[tail]["type"]) else "type_constraint"
 
 
+def node_chunks(graph: nx.MultiDiGraph, node: str) -> list[str]:
+    """The chunks naming `node`, first seen first (from its provenance)."""
+    return list(dict.fromkeys(p[1] for p in graph.nodes[node].get("provenance") or () if len(p) > 1))
+
+
 def assign_hids(graph: nx.MultiDiGraph) -> None:
     """Give nodes and edges content-derived hids, and store them in sorted key order.
 

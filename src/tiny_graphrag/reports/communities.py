@@ -15,6 +15,7 @@ from itertools import combinations
 import networkx as nx
 
 from tiny_graphrag.config import CommunityConfig
+from tiny_graphrag.index.graph import node_chunks
 from tiny_graphrag.records import Community, content_id
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,8 @@ def _undirected(graph: nx.MultiDiGraph, chunk_weight: float = 0.0) -> nx.Graph:
         if u != v:
             link(u, v, float(data.get("weight", 1)))
     named: dict[str, list[str]] = defaultdict(list)  # chunk -> the entities it names
-    for node, data in graph.nodes(data=True) if chunk_weight > 0 else ():
-        for chunk in dict.fromkeys(p[1] for p in data.get("provenance", ()) if len(p) > 1):
+    for node in graph if chunk_weight > 0 else ():
+        for chunk in node_chunks(graph, node):
             named[chunk].append(node)
     for chunk in sorted(named):
         for u, v in combinations(sorted(named[chunk]), 2):
@@ -95,9 +96,8 @@ def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig = C
     if graph.number_of_nodes() == 0:
         return []
 
-    # A relation extractor that finds few links (a small GLiREL) leaves most entities isolated: each
-    # its own community, a report each. Entities named in the same chunk are linked for clustering
-    # only (LazyGraphRAG clusters a co-occurrence graph), weakly, so typed relations still decide.
+    # A relation extractor finding few links (a small GLiREL) leaves most entities alone, a community and report each.
+    # Entities named in one chunk are linked weakly, for clustering only (as LazyGraphRAG's co-occurrence graph).
     simple = _undirected(graph, config.chunk_weight)
     # Level 0: Leiden per connected component. Leiden never joins disconnected nodes anyway, and
     # running per component keeps one component's partition independent of unrelated ones

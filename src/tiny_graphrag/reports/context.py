@@ -20,6 +20,7 @@ import networkx as nx
 
 from tiny_graphrag.backends.llm import ContextWindowError
 from tiny_graphrag.citations import CitationKind, strip_citations
+from tiny_graphrag.index.graph import node_chunks
 from tiny_graphrag.records import Community, Report
 from tiny_graphrag.reports.prompt import prompt_tokens, report_messages
 from tiny_graphrag.tables import longest_fit, pack_table, row
@@ -294,19 +295,14 @@ def build_report_context(
     return chosen
 
 
-def chunks_of(graph: nx.MultiDiGraph, n: str) -> set[str]:
-    """The chunks naming entity `n` (from its provenance)."""
-    return {p[1] for p in graph.nodes[n].get("provenance") or () if len(p) > 1}
-
-
 def own_names(community: Community, graph: nx.MultiDiGraph, sizes: Counter[str], top: int = 8) -> tuple[str, ...]:
     """The `top` names of a community's entities, most its own first: an entity counts each chunk naming it by the share
     of that chunk's entities the community holds, times log(chunks / chunks naming it) (tf-idf). A name in most chunks
     ("United States") says little of which community this is (by degree, the demo had "Michelle, USA and America")."""
-    held = Counter(c for n in community.nodes for c in chunks_of(graph, n))
+    held = Counter(c for n in community.nodes for c in node_chunks(graph, n))
 
     def score(n: str) -> float:
-        chunks = chunks_of(graph, n)
+        chunks = node_chunks(graph, n)
         return sum(held[c] / sizes[c] for c in chunks) * math.log(max(len(sizes), 1) / max(len(chunks), 1))
 
     ranked = sorted(community.nodes, key=lambda n: (-score(n), -graph.degree(n), n))

@@ -17,9 +17,10 @@ from tqdm.auto import tqdm
 
 from tiny_graphrag.backends.llm import CHAT_TEMPLATE_MARGIN, LLM, CachedLLM, ContextWindowError
 from tiny_graphrag.citations import DATA_BLOCK, filter_citations, strip_citations
+from tiny_graphrag.index.graph import node_chunks
 from tiny_graphrag.indexing.chunking import split_sentences
 from tiny_graphrag.records import Community, Finding, Report
-from tiny_graphrag.reports.context import ReportContext, SourceText, build_report_context, chunks_of, own_names
+from tiny_graphrag.reports.context import ReportContext, SourceText, build_report_context, own_names
 from tiny_graphrag.reports.parse import parse_report_json, trim_to_bounds
 from tiny_graphrag.reports.prompt import report_messages, report_schema
 
@@ -205,7 +206,7 @@ def generate_reports(
     reports: dict[str, Report] = {}
     # Small communities cost a model call each and add little to a global answer: a user may skip them.
     order = sorted((c for c in communities if len(c.nodes) >= min_size), key=lambda c: (-c.level, c.id))
-    sizes = Counter(c for n in graph for c in chunks_of(graph, n))  # entities each chunk names, for own_names
+    sizes = Counter(c for n in graph for c in node_chunks(graph, n))  # entities each chunk names, for own_names
     for community in tqdm(order, desc="community reports", disable=not progress, unit="report"):
         if len(community.children) == 1 and community.children[0] in reports:
             child = by_id[community.children[0]]

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
+from tiny_graphrag.index.graph import node_chunks
 from tiny_graphrag.search.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,7 @@ class GraphIndex:
         self.cooccurrence = _symmetric(cooccurrence, n)
 
         # Which chunks mention which entities (from the nodes' provenance), chunks numbered as first met.
-        self.node_chunks = [
-            list(dict.fromkeys(p[1] for p in graph.nodes[key].get("provenance", ()) if len(p) > 1)) for key in self.keys
-        ]
+        self.node_chunks = [node_chunks(graph, key) for key in self.keys]
         chunk_of: dict[str, int] = {}
         m_rows: list[int] = []
         m_cols: list[int] = []
