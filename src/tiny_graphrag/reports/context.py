@@ -299,11 +299,11 @@ def own_names(community: Community, graph: nx.MultiDiGraph, sizes: Counter[str],
     """The `top` names of a community's entities, most its own first: an entity counts each chunk naming it by the share
     of that chunk's entities the community holds, times log(chunks / chunks naming it) (tf-idf). A name in most chunks
     ("United States") says little of which community this is (by degree, the demo had "Michelle, USA and America")."""
-    held = Counter(c for n in community.nodes for c in node_chunks(graph, n))
+    chunks = {n: node_chunks(graph, n) for n in community.nodes}  # each member's provenance read once
+    held = Counter(c for cs in chunks.values() for c in cs)
 
     def score(n: str) -> float:
-        chunks = node_chunks(graph, n)
-        return sum(held[c] / sizes[c] for c in chunks) * math.log(max(len(sizes), 1) / max(len(chunks), 1))
+        return sum(held[c] / sizes[c] for c in chunks[n]) * math.log(max(len(sizes), 1) / max(len(chunks[n]), 1))
 
     ranked = sorted(community.nodes, key=lambda n: (-score(n), -graph.degree(n), n))
     return tuple(dict.fromkeys(str(graph.nodes[n].get("name", n)) for n in ranked))[:top]

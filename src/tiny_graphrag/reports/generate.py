@@ -133,7 +133,7 @@ def fallback_report(community: Community, context: ReportContext) -> Report:
     return Report(
         community_id=community.id,
         level=community.level,
-        title=f"{(*context.own_names, *(e[1] for e in entities), 'community')[0]} and related entities",
+        title=f"{(context.own_names or [e[1] for e in entities] or ['community'])[0]} and related entities",
         summary=f"A community of {len(community.nodes)} entities: {names}.{cite}",
         rating=0.0,
         rating_explanation=FALLBACK_EXPLANATION,
