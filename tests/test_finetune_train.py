@@ -567,3 +567,35 @@ def test_one_pass_at_the_lowest_threshold_filtered_by_score_is_each_thresholds_p
     for t, at_t in scores.items():
         kept = evaluator.above(low, t)
         assert [set(getattr(x, what)) for x in kept] == [set(getattr(x, what)) for x in at_t], t
+
+
+@pytest.mark.parametrize("kind", ["gliner", "glirel"])
+def test_frozen_encoder_layers_train_in_eval_mode(tiny_models_dir, data, tmp_path, monkeypatch, kind):
+    """Recipe v6: while training, every encoder module with nothing to learn is in eval mode (its dropout off), every
+    module that learns in training mode; after a checkpoint's evaluation the next step turns them on again."""
+    from tiny_graphrag.finetune.gliner import GlinerTrainable
+    from tiny_graphrag.finetune.glirel import GlirelTrainable
+
+    trainable = GlinerTrainable if kind == "gliner" else GlirelTrainable
+    seen: list[tuple[bool, bool]] = []
+    real_loss = trainable.loss
+
+    def loss(self, batch):
+        modules = [m for m in self.encoder.modules() if list(m.parameters())]
+        frozen = [m for m in modules if not any(p.requires_grad for p in m.parameters())]
+        learning = [m for m in modules if any(p.requires_grad for p in m.parameters())]
+        assert frozen and learning  # freeze_layers=1: both kinds are there
+        seen.append((any(m.training for m in frozen), all(m.training for m in learning)))
+        return real_loss(self, batch)
+
+    monkeypatch.setattr(trainable, "loss", loss)
+    finetune = finetune_gliner if kind == "gliner" else finetune_glirel
+    train, dev = read_examples(data["train"]), read_examples(data["dev"])
+    finetune(
+        tiny_models_dir / f"tiny-{kind}",
+        train,
+        dev,
+        tmp_path / "m",
+        _settings(max_steps=4, eval_every=2, freeze_layers=1),
+    )
+    assert seen == [(False, True)] * 4

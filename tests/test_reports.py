@@ -88,6 +88,11 @@ def fake_report(i: int = 0, explanation: str = "It is so [Data: Entities (0)].")
     return Report(f"c{i}", 1, f"Title {i}", f"Summary {i}", 5.0, "why", (Finding("finding", explanation),))
 
 
+def ids_of(rows) -> tuple[int, ...]:
+    """The ids (first field) of a context's rows, in the order shown."""
+    return tuple(row[0] for row in rows)
+
+
 def table_ids(text: str) -> dict[str, set[int]]:
     """Ids in the first column of each table of a context or prompt."""
     out = {"entities": set(), "relationships": set(), "sources": set()}
@@ -129,8 +134,7 @@ def test_budget_never_exceeded(graph_and_communities, count):
             assert n == ctx.n_tokens
             assert n <= budget
             ids = table_ids(ctx.text)
-            assert ids["entities"] == set(ctx.entity_ids)
-            assert ids["relationships"] == set(ctx.relationship_ids)
+            assert ids == ctx.citable()
             assert ids["sources"] == set(ctx.source_ids)
             assert ctx.text  # something always fits when no error is raised
 
@@ -139,15 +143,15 @@ def test_leaf_context_orders_by_combined_degree_and_stops_at_budget(graph_and_co
     g, sources, comms = graph_and_communities
     leaf = max((c for c in comms if not c.children), key=lambda c: len(c.edges))
     full = build_report_context(leaf, g, sources, words, 100_000)
-    assert len(full.relationship_ids) == len(leaf.edges)
-    assert set(full.entity_ids) == {g.nodes[n]["hid"] for n in leaf.nodes}
+    assert len(ids_of(full.relationships)) == len(leaf.edges)
+    assert set(ids_of(full.entities)) == {g.nodes[n]["hid"] for n in leaf.nodes}
     hid_to_edge = {g.edges[e]["hid"]: e for e in leaf.edges}
-    degrees = [g.degree(hid_to_edge[h][0]) + g.degree(hid_to_edge[h][1]) for h in full.relationship_ids]
+    degrees = [g.degree(hid_to_edge[h][0]) + g.degree(hid_to_edge[h][1]) for h in ids_of(full.relationships)]
     assert degrees == sorted(degrees, reverse=True)
     # A tighter budget keeps a prefix of that order.
     small = build_report_context(leaf, g, sources, words, full.n_tokens - 30)
-    assert 0 < len(small.relationship_ids) < len(full.relationship_ids)
-    assert small.relationship_ids == full.relationship_ids[: len(small.relationship_ids)]
+    assert 0 < len(ids_of(small.relationships)) < len(ids_of(full.relationships))
+    assert ids_of(small.relationships) == ids_of(full.relationships)[: len(ids_of(small.relationships))]
     # Sources carry the text around each supporting span, never a chunk we have no text for.
     assert set(full.source_ids) <= {entry.sid for entry in sources.values()}
 
@@ -158,7 +162,7 @@ def test_singleton_context_is_just_the_entity_row(graph_and_communities):
     ctx = build_report_context(singleton, g, sources, words, 10_000)
     assert ctx.text.startswith("-----Entities-----\nid|entity|type|mentions\n40|Node 40|")
     assert "Relationships" not in ctx.text and "Sources" not in ctx.text
-    assert ctx.entity_ids == (40,) and ctx.relationship_ids == () and ctx.source_ids == ()
+    assert ids_of(ctx.entities) == (40,) and ids_of(ctx.relationships) == () and ctx.source_ids == ()
 
 
 def snippet_graph():
@@ -219,7 +223,7 @@ def test_higher_level_uses_all_elements_when_they_fit(graph_and_communities):
     subs = {k: fake_report(i) for i, k in enumerate(parent.children)}
     ctx = build_report_context(parent, g, sources, words, 100_000, subs, communities=by_id)
     assert ctx.sub_report_ids == ()
-    assert len(ctx.relationship_ids) == len(parent.edges)
+    assert len(ids_of(ctx.relationships)) == len(parent.edges)
 
 
 def test_higher_level_substitutes_sub_reports_largest_first(graph_and_communities):
@@ -234,7 +238,7 @@ def test_higher_level_substitutes_sub_reports_largest_first(graph_and_communitie
     kids = sorted((by_id[k] for k in parent.children), key=lambda c: (-len(c.nodes), -len(c.edges), c.id))
     assert list(ctx.sub_report_ids) == [k.id for k in kids[: len(ctx.sub_report_ids)]]
     replaced_edges = {g.edges[e]["hid"] for k in kids[: len(ctx.sub_report_ids)] for e in k.edges}
-    assert not replaced_edges & set(ctx.relationship_ids)
+    assert not replaced_edges & set(ids_of(ctx.relationships))
     assert "-----Reports-----" in ctx.text and "Title" in ctx.text
     assert "[Data:" not in ctx.text.split("-----Entities-----")[0], "sub-report citations are stripped"
 

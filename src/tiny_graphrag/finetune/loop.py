@@ -123,7 +123,12 @@ class Trainable(ABC):
         ]
 
     def train(self, mode: bool = True) -> object:
-        return self.model.train(mode)
+        out = self.model.train(mode)
+        # frozen layers stay in eval mode: their dropout took 14% of a step and only added noise (RESULTS.md, "Recipe v6")
+        for module in self.encoder.modules() if mode else ():
+            if (params := list(module.parameters())) and not any(p.requires_grad for p in params):
+                module.eval()
+        return out
 
     def state(self) -> dict[str, torch.Tensor]:
         return self.model.state_dict()

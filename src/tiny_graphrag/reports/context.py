@@ -61,14 +61,6 @@ class ReportContext:
     def source_ids(self) -> tuple[int, ...]:
         return tuple(s[0] for s in self.sources)
 
-    @property
-    def entity_ids(self) -> tuple[int, ...]:
-        return tuple(e[0] for e in self.entities)
-
-    @property
-    def relationship_ids(self) -> tuple[int, ...]:
-        return tuple(r[0] for r in self.relationships)
-
     def citable(self) -> dict[CitationKind, set[int]]:
         return {kind: {row[0] for row in getattr(self, kind)} for kind in ("entities", "relationships", "sources")}
 
