@@ -99,6 +99,7 @@ class Trainable(ABC):
         self.model, self.settings, self.labels = model, settings, list(labels)
         self.encoder: torch.nn.Module = operator.attrgetter(self.encoder_at)(model)
         freeze_lower_layers(self.encoder, settings.freeze_layers)
+        self.frozen = [m for m in self.encoder.modules() if {p.requires_grad for p in m.parameters()} == {False}]
         self.rng = random.Random(settings.seed)  # draws the labels each example is trained against
 
     @abstractmethod
@@ -125,9 +126,8 @@ class Trainable(ABC):
     def train(self, mode: bool = True) -> object:
         out = self.model.train(mode)
         # frozen layers stay in eval mode: their dropout took 14% of a step and only added noise (RESULTS.md, "Recipe v6")
-        for module in self.encoder.modules() if mode else ():
-            if (params := list(module.parameters())) and not any(p.requires_grad for p in params):
-                module.eval()
+        for module in self.frozen if mode else ():  # found once, not per step
+            module.eval()
         return out
 
     def state(self) -> dict[str, torch.Tensor]:
