@@ -106,16 +106,14 @@ class Embedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         pieces, owner, weight = self._windows(list(texts)) if self.whole_text else (list(texts), None, None)
-        vectors = np.asarray(
-            self.model.encode(
-                pieces,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=progress,
-            ),
-            dtype=np.float32,
+        vectors = self.model.encode(
+            pieces,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=progress,
         )
+        vectors = np.asarray(vectors, dtype=np.float32)
         if owner is None or weight is None or len(pieces) == len(texts):
             return vectors
         out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
@@ -150,10 +148,8 @@ class CachedEmbedder:
     embedded by the model, `cache_hits` texts answered from the cache."""
 
     def __init__(self, backend: TextEmbedder, cache: CallCache) -> None:
-        self.backend = backend
-        self.cache = cache
-        self.calls = 0
-        self.cache_hits = 0
+        self.backend, self.cache = backend, cache
+        self.calls = self.cache_hits = 0
 
     name = property(lambda self: self.backend.name)
     fingerprint = property(lambda self: self.backend.fingerprint)

@@ -99,12 +99,8 @@ def physical_cores(cpu_dir: Path = Path("/sys/devices/system/cpu")) -> int | Non
     """The CPU cores (not hardware threads) this process may run on, read from Linux's CPU
     topology; None where that cannot be read (another OS, a sandbox without /sys)."""
     try:
-        cores = {
-            tuple(
-                (cpu_dir / f"cpu{c}" / "topology" / f).read_text().strip() for f in ("physical_package_id", "core_id")
-            )
-            for c in os.sched_getaffinity(0)
-        }
+        topology = [cpu_dir / f"cpu{c}" / "topology" for c in os.sched_getaffinity(0)]
+        cores = {tuple((t / f).read_text().strip() for f in ("physical_package_id", "core_id")) for t in topology}
     except (AttributeError, OSError):
         return None
     return len(cores) or None

@@ -184,9 +184,7 @@ class CachedLLM:
         finally:
             if started:
                 self.calls += 1
-            close = getattr(run, "close", None)
-            if close is not None:
-                close()  # a stream abandoned early releases the backend's lock now
+            getattr(run, "close", lambda: None)()  # a stream abandoned early releases the backend's lock now
         # Stored only when the consumer read the stream to its end.
         text = "".join(pieces)
         if record is None:  # a backend whose generator returns nothing

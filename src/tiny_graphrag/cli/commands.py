@@ -54,14 +54,7 @@ def _build(args) -> None:
             args.ray or None, concurrency=args.ray_actors, batch_size=cfg.extraction.batch_size, num_gpus=args.ray_gpus
         )
     result = build_index(
-        args.inputs,
-        args.out,
-        schema=args.schema,
-        config=cfg,
-        progress=True,
-        force=args.force,
-        sync=args.sync,
-        executor=executor,
+        args.inputs, args.out, schema=args.schema, config=cfg, force=args.force, sync=args.sync, executor=executor
     )
     _print_summary(result, args.json)
 
@@ -308,10 +301,8 @@ def _silence_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    level = logging.INFO if getattr(args, "verbose", False) else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:  # a command returns its exit status, None for success
         code = {
             "build": _build,

@@ -149,11 +149,8 @@ def open_judge(
     """The judge: a GGUF by file name (under the models dir) or path, else the index's own LLM."""
     if model is None:
         return engine.llm
-    return open_llm(
-        LLMConfig(model=model, chat_format=chat_format, n_ctx=n_ctx or LLMConfig().n_ctx),
-        models_dir=engine.models_dir,
-        cache=cache,
-    )
+    config = LLMConfig(model=model, chat_format=chat_format, n_ctx=n_ctx or LLMConfig().n_ctx)
+    return open_llm(config, models_dir=engine.models_dir, cache=cache)
 
 
 @dataclass

@@ -42,8 +42,7 @@ def extract_cached(
     hits = [cache.get(key) for key in keys]
     found = {i: extraction_from_json(c.id, hit) for i, (c, hit) in enumerate(zip(chunks, hits)) if hit is not None}
     todo = [i for i in range(len(chunks)) if i not in found]
-    calls["extraction_cached"] = len(found)
-    calls["extraction"] = len(todo)
+    calls["extraction_cached"], calls["extraction"] = len(found), len(todo)
     # Extract in slices (or stream from the executor) so a crash keeps finished chunks in the cache.
     step = 64
     if executor is not None:

@@ -221,11 +221,9 @@ def _check_reachable(address: str, *, env: bool = False) -> None:
         socket.create_connection((host, port), timeout=5.0).close()
     except OSError as exc:
         where = f"RAY_ADDRESS={address} (set in the environment)" if env else address
-        fix = (
-            "unset RAY_ADDRESS for a local instance, or set it to a running cluster's HOST:PORT"
-            if env
-            else "pass --ray without an address for a local instance"
-        )
+        fix = "pass --ray without an address for a local instance"
+        if env:
+            fix = "unset RAY_ADDRESS for a local instance, or set it to a running cluster's HOST:PORT"
         raise ClusterError(
             f"the Ray cluster at {where} cannot be reached ({exc}). To fix: check the address and that "
             f"`ray start --head` runs there, or {fix}"

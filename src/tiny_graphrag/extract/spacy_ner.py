@@ -161,8 +161,7 @@ class SpacyExtractor:
     name = "spacy"
 
     def __init__(self, schema: Schema, config: ExtractionConfig, models_dir: str | os.PathLike[str] | None = None):
-        self.schema = schema
-        self.config = config
+        self.schema, self.config = schema, config
         self.label_map = resolve_label_map(schema, config.spacy_label_map)
         _check_reachable(schema, set(self.label_map.values()))
         self.glirel: GlirelRelations | None = None

@@ -86,8 +86,7 @@ class CallCache:
 
     def __init__(self, path: str | Path | None):
         self.path = Path(path) if path else None
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = 0
         self._lock = threading.Lock()
         self._mem: dict[str, Any] = {}
         self._db: sqlite3.Connection | None = None if self.path is None else _open(self.path)

@@ -265,14 +265,10 @@ def write_atomic(path: Path, write: Callable[[IO[Any]], object], mode: str = "w"
             write(fh)
         os.replace(tmp, path)
     except OSError as exc:  # a read-only folder, a full disk: say where and what to do, not a traceback
-        raise OutputError(
-            f"cannot write {path} ({exc.strerror or exc}). To fix: "
-            + (
-                "free some disk space and rerun"
-                if exc.errno == errno.ENOSPC
-                else f"choose an --out in a folder you can write to ({path.parent} is not writable)"
-            )
-        ) from exc
+        fix = f"choose an --out in a folder you can write to ({path.parent} is not writable)"
+        if exc.errno == errno.ENOSPC:
+            fix = "free some disk space and rerun"
+        raise OutputError(f"cannot write {path} ({exc.strerror or exc}). To fix: {fix}") from exc
     finally:
         try:
             tmp.unlink(missing_ok=True)

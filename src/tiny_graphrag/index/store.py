@@ -252,18 +252,13 @@ class IndexStore:
             )
 
     def communities(self) -> list[Community]:
-        rows = self._db.execute("SELECT * FROM communities ORDER BY level, rowid").fetchall()
-        return [
-            Community(
-                id=r["id"],
-                level=r["level"],
-                parent=r["parent"],
-                children=tuple(json.loads(r["children"])),
-                nodes=tuple(json.loads(r["nodes"])),
-                edges=tuple(tuple(e) for e in json.loads(r["edges"])),
+        out = []
+        for r in self._db.execute("SELECT * FROM communities ORDER BY level, rowid").fetchall():
+            children, nodes, edges = (json.loads(r[k]) for k in ("children", "nodes", "edges"))
+            out.append(
+                Community(r["id"], r["level"], tuple(nodes), r["parent"], tuple(children), tuple(map(tuple, edges)))
             )
-            for r in rows
-        ]
+        return out
 
     def save_reports(self, reports: Sequence[Report]) -> None:
         with self._db:

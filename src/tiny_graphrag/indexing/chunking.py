@@ -91,17 +91,8 @@ def chunk_document(doc: Document, config: ChunkingConfig = ChunkingConfig()) -> 
             j += 1
         start, end = units[i].start, units[j - 1].end
         text = doc.text[start:end]
-        chunks.append(
-            Chunk(
-                id=content_id("chunk", doc.id, start, end),
-                doc_id=doc.id,
-                index=len(chunks),
-                text=text,
-                start=start,
-                end=end,
-                n_tokens=count_tokens(text),
-            )
-        )
+        cid = content_id("chunk", doc.id, start, end)
+        chunks.append(Chunk(cid, doc.id, len(chunks), text, start, end, count_tokens(text)))
         if j >= len(units):
             break
         if part(j) != part(i):  # a new page: no overlap with the last one

@@ -9,7 +9,6 @@ import copy
 import dataclasses
 import logging
 from collections import Counter
-from typing import Any
 
 import networkx as nx
 
@@ -70,8 +69,5 @@ def merge_nodes(
 
 def merges(graph: nx.MultiDiGraph) -> list[Merge]:
     """The merges recorded in the graph, oldest first."""
-    return [_as_merge(r) for r in graph.graph.get("merges", [])]
-
-
-def _as_merge(record: dict[str, Any]) -> Merge:
-    return Merge(*(record[k] for k in ("alias", "canonical", "type", "reason", "score")))
+    fields = ("alias", "canonical", "type", "reason", "score")  # old records hold more keys: read past
+    return [Merge(*(r[k] for k in fields)) for r in graph.graph.get("merges", [])]

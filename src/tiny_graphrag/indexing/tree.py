@@ -110,16 +110,9 @@ def build_tree(
                 continue
             kids = [current[m] for m in members]
             text, fallback = summarize([k.text for k in kids], llm, budget, config.summary_tokens)
-            covered = sorted({c for k in kids for c in k.chunks}, key=order.__getitem__)
-            node = TreeNode(
-                f"L{layer}.{len(made)}",
-                layer,
-                tuple(k.id for k in kids),
-                tuple(covered),
-                text,
-                llm.count_tokens(text),
-                fallback,
-            )
+            covered = tuple(sorted({c for k in kids for c in k.chunks}, key=order.__getitem__))
+            children = tuple(k.id for k in kids)
+            node = TreeNode(f"L{layer}.{len(made)}", layer, children, covered, text, llm.count_tokens(text), fallback)
             made.append(node)
             up.append(node)
         embedded = embedder.embed([n.text for n in made])

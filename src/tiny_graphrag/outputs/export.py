@@ -16,9 +16,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
 
 import networkx as nx
 
@@ -128,16 +126,12 @@ def _neo4j(store: IndexStore, folder: Path) -> list[Path]:
         [u, v, d["label"], d["label"], d["weight"], d["score"], _dumps(d["provenance"]), d["hid"]]
         for u, v, d in graph.edges(data=True)
     ]
-    for name, header, rows in (("nodes.csv", node_header, nodes), ("relationships.csv", _EDGE_HEADER, edges)):
-        write_atomic(folder / name, functools.partial(_write_csv, [header, *rows]))
+    write_atomic(folder / "nodes.csv", lambda fh: csv.writer(fh).writerows([node_header, *nodes]))
+    write_atomic(folder / "relationships.csv", lambda fh: csv.writer(fh).writerows([_EDGE_HEADER, *edges]))
     types = sorted({d["type"] for _, d in graph.nodes(data=True)})
     labels = sorted({d["label"] for _, _, d in graph.edges(data=True)})
     write_atomic(folder / "load.cypher", lambda fh: fh.write(cypher_script(node_header, types, labels)))
     return [folder / n for n in NEO4J_FILES]
-
-
-def _write_csv(rows: Sequence[Sequence[object]], fh: IO[str]) -> None:
-    csv.writer(fh).writerows(rows)
 
 
 def _q(name: str) -> str:

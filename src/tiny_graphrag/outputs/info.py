@@ -17,9 +17,7 @@ def index_info(path: str | Path, top: int = 5) -> dict:
     graph = store.graph()
     info = {
         "index": str(path),
-        "format_version": m.get("format_version"),
-        "library_version": m.get("library_version"),
-        "created": m.get("created"),
+        **{k: m.get(k) for k in ("format_version", "library_version", "created")},
         "documents": m.get("documents", []),
         "counts": m.get("counts", {}),
         "entities_per_type": dict(Counter(d.get("type") for _, d in graph.nodes(data=True))),

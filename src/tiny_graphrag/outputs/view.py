@@ -52,11 +52,9 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
         keys = list(chosen.nodes)
     degree = dict(graph.degree())
     kept = sorted(keys, key=lambda k: (-degree[k], k))[:top]
-    cut = (
-        f"Showing the {len(kept)} of {len(keys)} entities with the most relations"
-        if len(kept) < len(keys)
-        else f"Showing all {len(kept)} entities"
-    )
+    cut = f"Showing all {len(kept)} entities"
+    if len(kept) < len(keys):
+        cut = f"Showing the {len(kept)} of {len(keys)} entities with the most relations"
     cut += f" of community {community} (the index has {graph.number_of_nodes()})" if community else ""
     home = {k: c.id for c in at_level for k in c.nodes}
     ranked = sorted(at_level, key=lambda c: -len(c.nodes))  # the largest communities get the first colours

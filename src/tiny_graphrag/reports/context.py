@@ -216,14 +216,8 @@ class _Builder:
         n = prompt_tokens(report_messages(text, grounded="Sources" in kept), self.count)
         if n > budget:  # the tables fit one by one, not together with the separators and template
             return None
-        return ReportContext(
-            text=text,
-            n_tokens=n,
-            entities=tuple(kept.get("Entities", ())),
-            relationships=tuple(kept.get("Relationships", ())),
-            sources=tuple(kept.get("Sources", ())),
-            sub_report_ids=tuple(kept.get("Reports", ())),
-        )
+        tables = (kept.get(t, ()) for t in ("Entities", "Relationships", "Sources", "Reports"))  # in field order
+        return ReportContext(text, n, *map(tuple, tables))
 
     def fit_prefix(self, units: Sequence[Unit]) -> ReportContext | None:
         """The context of the longest prefix of `units` that fits (None if not even the first does).

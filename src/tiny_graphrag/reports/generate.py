@@ -6,6 +6,7 @@ reports."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections import Counter
@@ -53,12 +54,8 @@ def quote(text: str) -> str:
 
 
 def _to_report(community: Community, data: dict, context: ReportContext) -> Report:
-    citable = context.citable()
+    cite = functools.partial(filter_citations, citable=context.citable())
     shown = dict(context.sources)
-
-    def cite(text: str) -> str:
-        return filter_citations(text, citable)
-
     names = [name for _, name, _ in context.entities]
     findings, quoted = [], set()
     for f in data["findings"]:

@@ -46,14 +46,12 @@ class LocalConfig(Checked):
     # No keyword hit and no chunk above this cosine: no text is shown (NaiveConfig.min_similarity's
     # value and reason; kept apart so each mode's thresholds live in its own settings).
     text_min_similarity: float = allowed(0.15, "[-1, 1]")
-    # Personalized PageRank over entities and chunks (HippoRAG 2), seeded by the linked entities
-    # (mass 1 in all; weight: query-entity cosine / sqrt(chunks mentioning the entity)) and the
-    # `seed_chunks` best hybrid chunks (weight 1/rank, mass `passage_weight` in all). Chunks are
-    # then ranked by PageRank mass, after the best `keep_text_top` hybrid chunks, plus
-    # `prior_weight` times the fused text score (both scaled by their best). The values were
-    # chosen by coordinate ascent on all of hotpotqa100 and bench/data/musique together (the
-    # procedure is measured on held-out halves of both, on 2wiki30 and on bench/data/musique_b,
-    # never tuned on: bench/RESULTS.md,
+    # Personalized PageRank over entities and chunks (HippoRAG 2), seeded by the linked entities (mass 1 in all; weight:
+    # query-entity cosine / sqrt(chunks mentioning the entity)) and the `seed_chunks` best hybrid chunks (weight 1/rank,
+    # mass `passage_weight` in all). Chunks are then ranked by PageRank mass, after the best `keep_text_top` hybrid
+    # chunks, plus `prior_weight` times the fused text score (both scaled by their best). The values were chosen by
+    # coordinate ascent on all of hotpotqa100 and bench/data/musique together (the procedure is measured on held-out
+    # halves of both, on 2wiki30 and on bench/data/musique_b, never tuned on: bench/RESULTS.md,
     # "Retrieval on held-out halves of hotpotqa100 and MuSiQue").
     damping: float = allowed(0.7, "(0, 1)")
     seed_chunks: int = allowed(3, ">= 0")

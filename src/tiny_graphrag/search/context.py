@@ -262,14 +262,8 @@ def pack_report_batches(
                 end -= 1
             else:  # a lone report's last findings
                 blocks[start][1].pop()
-        batches.append(
-            MapBatch(
-                text,
-                tuple(rid for rid, _, _ in blocks[start:end]),
-                n,
-                tuple((fid, rid, t) for rid, (fid, t, _) in picked),
-            )
-        )
+        report_ids = tuple(rid for rid, _, _ in blocks[start:end])
+        batches.append(MapBatch(text, report_ids, n, tuple((fid, rid, t) for rid, (fid, t, _) in picked)))
         start = end
     return batches
 

@@ -46,11 +46,8 @@ class ChunkMass(Mapping[str, float]):
         """The k chunks with the most mass, (id, mass), ordered by mass then id."""
         if k <= 0:
             return []
-        best = sorted(
-            ((self._ids[j], float(self._mass[j])) for j in top_candidates(self._mass, k)),
-            key=lambda kv: (-kv[1], kv[0]),
-        )
-        return best[:k]
+        best = ((self._ids[j], float(self._mass[j])) for j in top_candidates(self._mass, k))
+        return sorted(best, key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
 def top_candidates(values: np.ndarray, k: int) -> np.ndarray:
@@ -115,9 +112,7 @@ class GraphIndex:
         self._synonyms: dict[float, object] = {}
 
         # Citation ids (hids) back to graph elements, to resolve ids quoted inside reports.
-        self.node_by_hid: dict[int, str] = {
-            int(d["hid"]): key for key, d in graph.nodes(data=True) if d.get("hid") is not None
-        }
+        self.node_by_hid = {int(d["hid"]): key for key, d in graph.nodes(data=True) if d.get("hid") is not None}
         self.edge_by_hid: dict[int, tuple[str, str, str]] = {
             int(d["hid"]): (u, v, k) for u, v, k, d in graph.edges(keys=True, data=True) if d.get("hid") is not None
         }

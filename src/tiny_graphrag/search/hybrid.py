@@ -135,9 +135,7 @@ class HybridRetriever:
     """Dense + keyword chunk ranking over one index, fused as FusionConfig says (RRF or score fusion)."""
 
     def __init__(self, store: IndexStore, chunk_vectors: VectorIndex, fusion: FusionConfig | None = None):
-        self.store = store
-        self.vectors = chunk_vectors
-        self.fusion = fusion or FusionConfig()
+        self.store, self.vectors, self.fusion = store, chunk_vectors, fusion or FusionConfig()
 
     def rank(
         self, query: str, query_vector: np.ndarray, *, fusion: FusionConfig | None = None, where: Mapping | None = None

@@ -37,19 +37,11 @@ def search_local(
 ) -> SearchResult | StreamingResult:
     cand = index.local.retrieve(run.query, None, config, fusion, where=run.where, timer=run.timer)
     nodes = index.graph.nodes
-    run.details.update(
-        linked_entities=[
-            {
-                "key": e.key,
-                "name": nodes[e.key].get("name", e.key),
-                "hid": nodes[e.key].get("hid"),
-                "score": round(e.score, 4),
-                "how": e.how,
-                "matched": e.matched,
-            }
-            for e in cand.linked
-        ]
-    )
+    run.details["linked_entities"] = [
+        {"key": e.key, "name": nodes[e.key].get("name", e.key), "hid": nodes[e.key].get("hid")}
+        | {"score": round(e.score, 4), "how": e.how, "matched": e.matched}
+        for e in cand.linked
+    ]
     if run.reader == "small":
         run.answer_room(LOCAL_CITATIONS)
         ids = candidate_chunks(index, run, cand, config)

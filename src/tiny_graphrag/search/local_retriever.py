@@ -45,11 +45,8 @@ class LocalRetriever:
         reported: set[str] | None = None,
         embed: Callable[[str], np.ndarray] | None = None,
     ):
-        self.index = graph_index
+        self.index, self.graph, self.linker, self.hybrid = graph_index, graph_index.graph, linker, hybrid
         self.embed = embed  # the query's vector, when retrieve is given none
-        self.graph = graph_index.graph
-        self.linker = linker
-        self.hybrid = hybrid
         # The deepest (most specific) community of each entity whose report exists.
         self._community_of: dict[str, Community] = {}
         for c in sorted(communities, key=lambda c: c.level):
@@ -111,14 +108,10 @@ class LocalRetriever:
                 ranked = sorted(mixed.items(), key=lambda kv: (-kv[1], kv[0]))
             order = hybrid.ids("fused")[: config.keep_text_top] + [c for c, _ in ranked] + hybrid.ids("fused")
             chunks = [(c, chunk_mass.get(c, fused.get(c, 0.0))) for c in dict.fromkeys(order)]
+            relationships = tuple(self._rank_relationships([k for k, _ in entities]))
+            communities = tuple(self._rank_communities(entities))
             return LocalCandidates(
-                tuple(linked),
-                tuple(entities),
-                tuple(self._rank_relationships([k for k, _ in entities])),
-                tuple(self._rank_communities(entities)),
-                tuple(chunks),
-                hybrid,
-                tuple(graph_chunks),
+                tuple(linked), tuple(entities), relationships, communities, tuple(chunks), hybrid, tuple(graph_chunks)
             )
 
     def _entity_seeds(self, linked: list[LinkedEntity], query_vector: np.ndarray, config: LocalConfig) -> dict:

@@ -8,6 +8,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tiny_graphrag.reports.prompt import prompt_tokens as prompt_tokens  # counted as report prompts are
+
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 # Said without a model call when nothing in the index is relevant; the same plain phrase the
@@ -179,8 +181,3 @@ def map_messages(context: str, query: str) -> list[dict]:
 
 def reduce_messages(context: str, query: str) -> list[dict]:
     return _chat(REDUCE_SYSTEM, REDUCE_USER, context=context, query=query)
-
-
-def prompt_tokens(messages: list[dict], count) -> int:
-    """Tokens of the message contents (the chat template's own tokens are covered by a margin)."""
-    return sum(count(m.get("content") or "") for m in messages)

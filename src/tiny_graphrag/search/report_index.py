@@ -30,8 +30,7 @@ class GlobalIndex:
         covers: dict[str, tuple[str, ...]] | None = None,
         children: dict[str, tuple[str, ...]] | None = None,
     ):
-        self.reports = list(reports)
-        self.covers = covers
+        self.reports, self.covers = list(reports), covers
         # A report's citation id is its row in the index's report table: the same in every search.
         self.id_of: dict[str, int] = {r.community_id: i for i, r in enumerate(self.reports)}
         self.vectors = report_vectors

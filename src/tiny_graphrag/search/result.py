@@ -213,9 +213,7 @@ class StreamingResult:
     SearchResult. Reading `answer` (or `str()`) consumes the rest of the stream first."""
 
     def __init__(self, pending: SearchResult, pieces: Iterator[str], finish: Callable[[str, float], SearchResult]):
-        self._pending = pending
-        self._pieces = pieces
-        self._finish = finish
+        self._pending, self._pieces, self._finish = pending, pieces, finish
         self._parts: list[str] = []
         self._result: SearchResult | None = None
         self._started: float | None = None
@@ -238,9 +236,7 @@ class StreamingResult:
     def close(self) -> None:
         """Stop generating (the reader went away): the model is free for the next call at once,
         and this result has no finished answer."""
-        close = getattr(self._pieces, "close", None)
-        if close is not None:
-            close()
+        getattr(self._pieces, "close", lambda: None)()
 
     @property
     def result(self) -> SearchResult:

@@ -51,13 +51,8 @@ def _pack(items: list[tuple[str, str, object]], budget: int, count: Count) -> tu
         return count(text + "\n") + (0 if any(k == kind for k, _, _ in kept) else count(heads[kind] + "\n\n"))
 
     def render(kept: list) -> str:
-        return join_sections(
-            [
-                heads[k] + "\n" + "\n".join(t for kind, t, _ in kept if kind == k)
-                for k in heads
-                if any(kind == k for kind, _, _ in kept)
-            ]
-        )
+        rows = {k: [t for kind, t, _ in kept if kind == k] for k in heads}
+        return join_sections([heads[k] + "\n" + "\n".join(r) for k, r in rows.items() if r])
 
     return pack(items, cost, render, budget, count)
 
@@ -85,24 +80,13 @@ def build_tree_context(
         chunks=tuple(p for kind, _, p in kept if kind == "Sources"),
         reports=tuple(p for kind, _, p in kept if kind == "Reports"),
     )
-    summaries = shown.reports
     # Chunks reached, in rank order: a chunk shown, or the chunks a shown summary covers.
-    reached = list(
-        dict.fromkeys(
-            c for kind, _, p in kept for c in ([p.chunk_id] if kind == "Sources" else tree.nodes[p.community_id].chunks)
-        )
-    )
+    covers = ([p.chunk_id] if kind == "Sources" else tree.nodes[p.community_id].chunks for kind, _, p in kept)
+    reached = list(dict.fromkeys(c for chunk_ids in covers for c in chunk_ids))
     covered = [source_chunk(c, index.sid_of[c.id]) for c in index.store.chunks_by_id(reached)]
-    return BuiltContext(
-        text,
-        shown.merged(Sources(chunks=tuple(covered))),
-        n,
-        budget,
-        details={
-            "summaries": {s.id: [index.sid_of[c] for c in tree.nodes[s.community_id].chunks] for s in summaries},
-            "reached": reached,
-        },
-    )
+    summaries = {s.id: [index.sid_of[c] for c in tree.nodes[s.community_id].chunks] for s in shown.reports}
+    sources = shown.merged(Sources(chunks=tuple(covered)))
+    return BuiltContext(text, sources, n, budget, details={"summaries": summaries, "reached": reached})
 
 
 def search_tree(

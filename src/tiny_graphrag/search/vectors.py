@@ -22,8 +22,7 @@ class VectorIndex:
             raise ValueError(f"vectors must be a 2-d matrix, got shape {matrix.shape}")
         if len(ids) != len(matrix):
             raise ValueError(f"{len(ids)} ids for {len(matrix)} vectors")
-        self.ids = list(ids)
-        self.matrix = matrix
+        self.ids, self.matrix = list(ids), matrix
         self._row: dict[str, int] | None = None
         self.device = device or "cpu"
         self._tensor = None
@@ -81,8 +80,7 @@ class MemoEmbed:
     own texts (a map point a backend wrote in its own words); later ones are embedded each time."""
 
     def __init__(self, embed: Callable[[list[str]], np.ndarray], max_texts: int = 200_000):
-        self.embed = embed
-        self.max_texts = max_texts
+        self.embed, self.max_texts = embed, max_texts
         self.memo: dict[str, np.ndarray] = {}
 
     def __call__(self, texts: list[str]) -> np.ndarray:

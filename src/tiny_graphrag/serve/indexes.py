@@ -72,13 +72,7 @@ class ServedIndex:
             sid, chunk.id, chunk.doc_id, chunk.start, chunk.end, chunk.text, doc.source, unit, unit_start
         )
         return {
-            "id": sid,
-            "chunk_id": chunk.id,
-            "doc_id": chunk.doc_id,
-            "start": chunk.start,
-            "end": chunk.end,
-            "text": chunk.text,
-            "source": doc.source,
+            **{k: getattr(cited, k) for k in ("id", "chunk_id", "doc_id", "start", "end", "text", "source")},
             "location": cited.location,  # "annual-report.pdf, p. 12, chars 40-310", as citations say it
             "document": {**meta, "name": Path(doc.source).name or doc.id, "length": len(doc.text)},
             "window": {"offset": lo, "text": doc.text[lo:hi]},
@@ -142,12 +136,8 @@ class ServedIndex:
         # In the nodes' order: a subgraph view iterates a set of nodes, whose order follows the
         # process's string hashing, so the same request got its edges in another order per process.
         order = {k: i for i, k in enumerate(keep)}
-        edges = [
-            {"from": graph.nodes[u]["hid"], "to": graph.nodes[v]["hid"], "label": d["label"]}
-            for u, v, d in sorted(
-                graph.subgraph(keep).edges(data=True), key=lambda e: (order[e[0]], order[e[1]], e[2]["label"])
-            )
-        ]
+        inner = sorted(graph.subgraph(keep).edges(data=True), key=lambda e: (order[e[0]], order[e[1]], e[2]["label"]))
+        edges = [{"from": graph.nodes[u]["hid"], "to": graph.nodes[v]["hid"], "label": d["label"]} for u, v, d in inner]
         return {
             "nodes": [{**self.node(k), "seed": k in seeds} for k in keep],
             "edges": edges,
