@@ -255,9 +255,8 @@ class IndexStore:
         out = []
         for r in self._db.execute("SELECT * FROM communities ORDER BY level, rowid").fetchall():
             children, nodes, edges = (json.loads(r[k]) for k in ("children", "nodes", "edges"))
-            out.append(
-                Community(r["id"], r["level"], tuple(nodes), r["parent"], tuple(children), tuple(map(tuple, edges)))
-            )
+            edges = tuple(map(tuple, edges))
+            out.append(Community(r["id"], r["level"], tuple(nodes), r["parent"], children=tuple(children), edges=edges))
         return out
 
     def save_reports(self, reports: Sequence[Report]) -> None:

@@ -69,5 +69,5 @@ def merge_nodes(
 
 def merges(graph: nx.MultiDiGraph) -> list[Merge]:
     """The merges recorded in the graph, oldest first."""
-    fields = ("alias", "canonical", "type", "reason", "score")  # old records hold more keys: read past
+    fields = ("alias", "canonical", "type", "reason", "score")  # Merge's fields, whatever else a record holds
     return [Merge(*(r[k] for k in fields)) for r in graph.graph.get("merges", [])]

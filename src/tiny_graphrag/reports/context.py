@@ -216,8 +216,10 @@ class _Builder:
         n = prompt_tokens(report_messages(text, grounded="Sources" in kept), self.count)
         if n > budget:  # the tables fit one by one, not together with the separators and template
             return None
-        tables = (kept.get(t, ()) for t in ("Entities", "Relationships", "Sources", "Reports"))  # in field order
-        return ReportContext(text, n, *map(tuple, tables))
+        entities, relationships, sources, reports = (
+            tuple(kept.get(t, ())) for t in ("Entities", "Relationships", "Sources", "Reports")
+        )
+        return ReportContext(text, n, entities, relationships, sources=sources, sub_report_ids=reports)
 
     def fit_prefix(self, units: Sequence[Unit]) -> ReportContext | None:
         """The context of the longest prefix of `units` that fits (None if not even the first does).
