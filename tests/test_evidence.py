@@ -15,7 +15,8 @@ from tiny_graphrag.records import Chunk
 from tiny_graphrag.search.config import EvidenceConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine
 from tiny_graphrag.search.evidence import render, select_evidence, title_line
-from tiny_graphrag.search.reader import clean_answer, echoes_question, items_of, question_form
+from tiny_graphrag.search.prompts import READER_FORMS
+from tiny_graphrag.search.reader import clean_answer, echoes_prompt, echoes_question, items_of, question_form
 from tiny_graphrag.search.tokens import FALLBACK
 
 PASSAGES = {
@@ -134,6 +135,11 @@ def test_answers_are_cleaned_split_and_echoes_spotted():
     assert not echoes_question("Stanley", "What is the seat of the county where Van Hook Township is?")
     assert not echoes_question("yes", "Is Paris in France?")
     assert not echoes_question("Paris", "Is the tower in Paris or in Lyon?")
+    asked = READER_FORMS["factoid"]
+    for copied in ("a name", "A name, a place, a date, a number or a few words", "a number"):  # seen from Qwen 0.5B
+        assert echoes_prompt(copied, asked), copied
+    for answer in ("Milton Keynes", "1988", "a name, Taipei", "A Few Good Men"):
+        assert not echoes_prompt(answer, asked), answer
 
 
 # ---- through the engine ------------------------------------------------------------------------
@@ -183,6 +189,14 @@ def test_an_answer_that_only_repeats_the_question_is_refused(index, embedder):
     res = qe.naive_search("Where is Bletchley Park located?")
     assert len(seen) == 1 and res.answer.startswith("The context does not say")
     assert "Bletchley Park" not in res.answer and any("'Bletchley Park'" in n for n in res.notes), res.notes
+    qe.close()
+
+
+def test_an_answer_that_copies_the_prompts_form_is_refused(index, embedder):
+    qe, seen = engine_with(index, embedder, "a name")
+    res = qe.naive_search("Where is Bletchley Park located?")
+    assert len(seen) == 1 and res.answer.startswith("The context does not say") and "a name" not in res.answer
+    assert any("'a name'" in n and "prompt" in n for n in res.notes), res.notes
     qe.close()
 
 

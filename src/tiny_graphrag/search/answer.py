@@ -20,6 +20,7 @@ from tiny_graphrag.search.context import BuiltContext, source_chunk
 from tiny_graphrag.search.evidence import Evidence
 from tiny_graphrag.search.prompts import (
     NO_DATA_ANSWER,
+    READER_FORMS,
     READER_GRAMMARS,
     READER_MAX_TOKENS,
     answer_grammar,
@@ -27,7 +28,14 @@ from tiny_graphrag.search.prompts import (
     prompt_tokens,
     reader_messages,
 )
-from tiny_graphrag.search.reader import clean_answer, echoes_question, items_of, question_form, supporting
+from tiny_graphrag.search.reader import (
+    clean_answer,
+    echoes_prompt,
+    echoes_question,
+    items_of,
+    question_form,
+    supporting,
+)
 from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult, Usage
 from tiny_graphrag.search.tokens import counter_for
 
@@ -44,7 +52,8 @@ APPROXIMATE_NOTE = (
 NO_SENTENCE_ANSWER = "The context does not say: no sentence of the passages found bears on this question"
 # A small reader missing a second hop names the question's own subject: refused (asked again, it did no better).
 ECHO_ANSWER = "The context does not say: the passages found name only what the question names"
-ECHO_NOTE = "the reader answered {answer!r}, which only repeats what the question names: refused"
+ECHO_NOTE = "the reader answered {answer!r}, which only repeats what the {what} names: refused"
+NO_ANSWER = "The context does not say: the reader found no answer in the passages"
 
 
 class Timer:
@@ -297,8 +306,11 @@ class SearchRun:
         def finish(text: str) -> tuple[str, dict[str, tuple[int, ...]]]:
             answer = clean_answer(text)
             if echoes_question(answer, self.query):
-                self.notes.append(ECHO_NOTE.format(answer=answer))
+                self.notes.append(ECHO_NOTE.format(answer=answer, what="question"))
                 return ECHO_ANSWER, {}
+            if echoes_prompt(answer, READER_FORMS[form]):  # "a name": the form asked for, not an answer
+                self.notes.append(ECHO_NOTE.format(answer=answer, what="prompt"))
+                return NO_ANSWER, {}
             cited = []
             for item in items_of(answer, form):
                 ids = [sid_of[kept[i].passage.chunk.id] for i in supporting(item, kept, self.query)]  # one per passage

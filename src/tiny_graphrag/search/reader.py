@@ -89,3 +89,10 @@ def echoes_question(answer: str, query: str) -> bool:
     if not words or words <= YES_NO or re.search(r"\bor\b", query, re.IGNORECASE):
         return False
     return words <= content_words(query)
+
+
+def echoes_prompt(answer: str, asked: str) -> bool:
+    """The answer is the prompt's own description of one ("a name", "a place, a date, a number or a few words"): a 0.5B
+    reader with nothing to say copies what it was asked for (bench/RESULTS.md)."""
+    words = content_words(answer)
+    return bool(words) and words <= content_words(asked)
