@@ -120,6 +120,11 @@ def test_a_first_line_is_a_title_only_when_it_reads_as_one(text, title):
         ("Where did Obama study law?", "factoid"),
         ("Which college did Obama attend?", "factoid"),
         ("Who was Obama's running mate in 2008?", "factoid"),
+        ("When was Obama awarded the Nobel Peace Prize?", "number"),
+        ("In what year did the Bubye River flood?", "number"),
+        ("How many children does Obama have?", "number"),
+        ("What year was the company founded?", "number"),
+        ("Was Obama born in 1961?", "yesno"),
     ],
 )
 def test_the_answer_form_follows_the_question(question, form):

@@ -438,3 +438,21 @@ def test_an_answer_grammar_makes_words_come_first_and_cite_only_shown_ids(llm):
     assert parse_citations(out.text)["reports"] == []
     streamed = "".join(llm.stream(messages, grammar=grammar, max_tokens=25))
     assert streamed[:1] not in ("[", " ", "\n", "") and set(parse_citations(streamed)["sources"]) <= {7, 12}
+
+
+@pytest.fixture(scope="module")
+def smollm(smollm_path) -> CachedLLM:
+    return open_llm(LLMConfig(model=str(smollm_path), n_ctx=N_CTX))
+
+
+@pytest.mark.parametrize("form", ["factoid", "number", "yesno"])
+def test_the_readers_grammars_hold_a_real_model_to_the_form(smollm, form):
+    """The small reader's answer shapes (search/prompts.py), decoded by llama.cpp: at most 10 words on one line, a digit
+    among them for a date or a number (even when the model would rather write a name), yes or no."""
+    from tiny_graphrag.search.prompts import READER_GRAMMARS, READER_MAX_TOKENS
+
+    messages = [{"role": "user", "content": "Barack Obama won the Nobel Peace Prize. Who won it? Answer:"}]
+    text = smollm.complete(messages, grammar=READER_GRAMMARS[form], max_tokens=READER_MAX_TOKENS[form]).text.strip()
+    assert text and "\n" not in text and "[" not in text and len(text.split(" ")) <= 10, text  # (other spaces: rare)
+    assert form != "number" or any(c.isdigit() for c in text), text
+    assert form != "yesno" or text in ("yes", "no"), text

@@ -53,8 +53,9 @@ READER_FORMS = {
     "factoid": "the answer only: a name, a place, a date, a number or a few words from the passages",
     "list": "a short list of the answers from the passages, separated by semicolons",
     "yesno": "yes or no",
+    "number": "the answer only: a date, a year or a number from the passages",
 }
-READER_MAX_TOKENS = {"factoid": 32, "list": 120, "yesno": 2}
+READER_MAX_TOKENS = {"factoid": 32, "number": 64, "list": 120, "yesno": 2}
 # The answer's shape, enforced while it is decoded (llama.cpp's GBNF): one line of at most 10 words
 # (a 0.5B reader asked for "a few words" still wrote sentences restating the question), a list,
 # or yes/no. "[" never: it would start an id, which the reader is not asked for.
@@ -62,6 +63,10 @@ READER_GRAMMARS = {
     "factoid": 'root ::= word (" " word){0,9}\nword ::= [^ \\t\\n\\[]+\n',
     "list": "root ::= [^\\[ \\t\\n] [^\\[\\n]*\n",
     "yesno": 'root ::= "yes" | "no"\n',
+    # a date or a number: a word with a digit first or second ("2009", "August 4, 1961", "about 3 million", "the 15th
+    # century"; short words, so that the digit comes within READER_MAX_TOKENS whatever the model would rather write)
+    "number": 'root ::= (word " ")? num (" " word){0,3}\nnum ::= [^ \\t\\n\\[0-9]{0,12} [0-9] [^ \\t\\n\\[]{0,12}\n'
+    "word ::= [^ \\t\\n\\[]{1,12}\n",
 }
 
 

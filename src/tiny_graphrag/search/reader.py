@@ -2,9 +2,9 @@
 
 A 0.5B model asked for an answer, its citations and a refusal phrase at once, inside a one-line grammar, answered in
 sentences that restate the question and cited ids as answers (bench/RESULTS.md). It is asked for the answer alone, in
-the form the question asks for (a few words, or a short list for "which/what are ..."), and the answer is then matched
-to the evidence it was shown: each answer (or list item) cites the passages whose kept sentences contain it, else those
-sharing most of its words. "Not in the data" is decided before the call, by retrieval thresholds and the selection."""
+the form the question asks for (a few words, a date or a number, yes or no, or a short list for "which/what are ..."),
+and the answer is then matched to the evidence it was shown: each answer (or list item) cites the passages whose kept
+sentences contain it, else those sharing most of its words. "Not in the data" is decided before the call, by retrieval thresholds and the selection."""
 
 from __future__ import annotations
 
@@ -19,6 +19,11 @@ _LIST = re.compile(r"^\s*(?:(?:what|which|who)\s+(?:are|were)\b|(?:list|name|enu
 _PLURAL = re.compile(r"^\s*(?:what|which)\s+(?:(?:two|three|four|five|\d+)\s+)?(\w+)\b", re.IGNORECASE)
 _NOT_PLURAL = {"is", "was", "has", "does", "its", "this", "his", "hers", "us", "series", "species", "news"}
 _PLURALS = {"people", "men", "women", "children", "members"}
+# "When ...", "In what year ...", "How many ...": a date or a number (a digit in the answer).
+_NUMBER = re.compile(
+    r"^\s*(?:when\b|(?:in |during |by )?(?:what|which) year\b|how (?:many|much|old|long)\b|what (?:date|age)\b)",
+    re.IGNORECASE,
+)
 _YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.IGNORECASE)
 _NORMALIZE = re.compile(r"\b(a|an|the)\b|[^\w\s]", re.UNICODE)
 MAX_CITED = 2  # passages cited per answer or list item
@@ -26,10 +31,12 @@ YES_NO = {"yes", "no"}
 
 
 def question_form(query: str) -> str:
-    """ "yesno" for a question a yes or no answers ("Are X and Y both ...?", not "Is X or Y older?"),
-    "list" when it asks for several things, else "factoid"."""
+    """ "yesno" for a question a yes or no answers ("Are X and Y both ...?", not "Is X or Y older?"), "number" for a
+    date or a number, "list" when it asks for several things, else "factoid"."""
     if _YES_NO.search(query) and not re.search(r"\bor\b", query, re.IGNORECASE):
         return "yesno"
+    if _NUMBER.search(query):
+        return "number"
     if _LIST.search(query):
         return "list"
     m = _PLURAL.search(query)
