@@ -4,7 +4,8 @@ A 0.5B model asked for an answer, its citations and a refusal phrase at once, in
 sentences that restate the question and cited ids as answers (bench/RESULTS.md). It is asked for the answer alone, in
 the form the question asks for (a few words, a date or a number, yes or no, or a short list for "which/what are ..."),
 and the answer is then matched to the evidence it was shown: each answer (or list item) cites the passages whose kept
-sentences contain it, else those sharing most of its words. "Not in the data" is decided before the call, by retrieval thresholds and the selection."""
+sentences contain it, else those sharing most of its words. "Not in the data" is decided before the call, by retrieval
+thresholds and the selection."""
 
 from __future__ import annotations
 
