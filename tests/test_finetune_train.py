@@ -550,6 +550,35 @@ def test_labels_the_base_knows_but_the_data_lacks_are_named(tiny_models_dir, dat
     assert trained_labels(tmp_path / "m") == ["drug", "location", "organization", "person"]
 
 
+def test_checkpoints_are_scored_over_the_datas_labels_as_models_evaluate_scores_them(tiny_models_dir, data, tmp_path):
+    """A base that knows labels the user's data lacks (a new domain leaves their mentions unlabelled): the checkpoint's
+    eval F1 is measured over the data's labels only, so it equals what `models evaluate` reports for the model."""
+    import dataclasses
+    import shutil
+
+    from tiny_graphrag.finetune.gliner import GlinerTrainable
+
+    base = tmp_path / "base"
+    shutil.copytree(tiny_models_dir / "tiny-gliner", base)
+    write_trained_labels(base, "gliner", ["drug", "person"])
+    asked: list[list[str]] = []
+
+    def spy(model, examples, labels, threshold, batch_size=8):
+        asked.append(sorted(labels))
+        return evaluate_gliner.predict(model, examples, labels, threshold, batch_size)
+
+    train, dev = read_examples(data["train"]), read_examples(data["dev"])
+    spied = dataclasses.replace(evaluate_gliner, predict=spy)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(GlinerTrainable, "evaluator", spied)
+        result = finetune_gliner(base, train, dev, tmp_path / "m", _settings(max_steps=40, eval_every=40))
+    assert asked == [["location", "organization", "person"]]  # not "drug": the data has none
+    assert trained_labels(tmp_path / "m") == ["drug", "location", "organization", "person"]  # still known
+    reported = evaluate_gliner(tmp_path / "m", dev)
+    assert result.best_f1 is not None and result.best_f1 > 0
+    assert reported.f1 == pytest.approx(result.best_f1)
+
+
 @pytest.mark.parametrize("kind", ["gliner", "glirel"])
 def test_one_pass_at_the_lowest_threshold_filtered_by_score_is_each_thresholds_prediction(tiny_models_dir, data, kind):
     """Checkpoints are scored at every threshold from one pass (loop.Trainable.f1_by_threshold): what
