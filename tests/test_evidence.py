@@ -232,16 +232,23 @@ def test_a_small_readers_global_answer_quotes_the_sentences_nearest_the_question
     lines = res.answer.splitlines()
     assert lines and all(parse_citations(line)["sources"] for line in lines), res.answer
     assert unresolved(res.answer, res.sources) == {}
-    titles = {r.title for r in res.sources.reports}
-    assert titles and all(any(line.startswith(f"- {t}: ") for line in lines) for t in titles)
-    quotes = []
+    assert res.sources.reports  # the themes' communities
+    quotes, groups = [], []
     for line in lines:  # each quote is a sentence of the chunk its citation resolves to
         sid = parse_citations(line)["sources"][0]
         chunk = next(c for c in res.sources.chunks if c.id == sid)
-        quote = strip_citations(line).lstrip("- ").split(": ", 1)[-1].strip()
-        assert quote in " ".join(chunk.text.split())
-        quotes.append(quote)
+        body = strip_citations(line).strip()
+        if line.startswith("- "):
+            head, _, rest = body[2:].partition(": ")
+            body = rest if rest and rest in " ".join(chunk.text.split()) else body[2:]
+            groups.append((head if body == rest else "", []))
+        assert body in " ".join(chunk.text.split()), body
+        quotes.append(body)
+        groups[-1][1].append(body)
     assert len(set(quotes)) == len(quotes)  # no sentence twice
+    # a theme's heading names what its quoted sentences name (a report's title named its community instead)
+    headed = [(h, " ".join(q).lower()) for h, q in groups if h]
+    assert headed and all(name.lower() in text for h, text in headed for name in re.split(r", | and ", h)), headed
     assert "Bletchley Park" in res.answer
     far = qe.global_search("What is the boiling point of mercury at sea level?")
     assert far.answer.startswith("The context does not say") and far.llm_calls == 0

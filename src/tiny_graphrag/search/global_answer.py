@@ -9,12 +9,13 @@ summarising to query time; with a small reader nothing is summarised:
 1. The `GlobalConfig.chunks` chunks nearest the question, and their sentences nearest it, best first, while the answer's
    `GlobalConfig.reduce_max_tokens` hold (on the tune questions, capping sentences per community or diversifying them by
    embedding kept fewer key facts).
-2. Each sentence under its theme: the top-level community that holds most of the entities its chunk mentions, by its
-   report's title (a RAPTOR tree's top summary covering the chunk).
-3. The answer: "- Title: sentence [Data: Sources (id)]", themes in order of their best sentence. No model call."""
+2. Each sentence under its theme: the top-level community that holds most of the entities its chunk mentions (a RAPTOR
+   tree's top summary covering the chunk), headed by the names of it that its sentences name (the summary's title).
+3. The answer: "- Names: sentence [Data: Sources (id)]", themes in order of their best sentence. No model call."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -56,7 +57,8 @@ def search_themes(
         groups.setdefault(theme, []).append(q)
     lines = []
     for rid, group in groups.items():
-        title = f"{globals_.reports[rid].title}: " if rid is not None else ""
+        named = heading(index, globals_, rid, group) if rid is not None else ""
+        title = f"{named}: " if named else ""
         for i, (chunk, text, _) in enumerate(group):
             cite = f"{text} [Data: Sources ({index.sid_of[chunk.id]})]"
             lines.append(f"- {title}{cite}" if i == 0 else f"  {cite}")
@@ -104,3 +106,28 @@ def theme_of(index: SearchIndex, globals_: GlobalIndex, chunk: Chunk, sentence: 
         named = str(index.graph.nodes[n].get("name", n)).lower() in sentence.lower()
         votes[community[n].id] += (NAMED if named else 1) / index.graph_index.chunk_count[index.graph_index.pos[n]]
     return reported[votes.most_common(1)[0][0]] if votes else None
+
+
+def heading(index: SearchIndex, globals_: GlobalIndex, rid: int, group: Sequence[Quote]) -> str:
+    """A theme's heading: the names of its community that its quoted sentences name, the fewest chunks' first (at most
+    three; a name inside a longer one left out), else none. A report's title names the community's own entities, not
+    the sentences quoted under it: the demo put the invasion of Iraq under "Chicago White Sox" (bench/RESULTS.md)."""
+    report = globals_.reports[rid]
+    if globals_.covers is not None:  # a tree summary: no community to take names from
+        return report.title
+    members = next((set(c.nodes) for c in index.communities if c.id == report.community_id), set())
+    weight: Counter[str] = Counter()
+    for chunk, text, _ in group:
+        lower = text.lower()
+        for n in index.graph_index.entities_in(chunk.id):
+            name = re.sub(r"^the\s+", "", str(index.graph.nodes[n].get("name", n)).strip(), flags=re.IGNORECASE)
+            if n in members and len(name) > 2 and re.search(rf"\b{re.escape(name.lower())}\b", lower):
+                weight[name] += 1 / index.graph_index.chunk_count[index.graph_index.pos[n]]
+    found = [n for n, _ in weight.most_common()]
+    names: list[str] = []
+    for n in found:  # "Harvard" and "Harvard Law" inside "Harvard Law Review": the longest says it
+        inside = any(n.lower() != m.lower() and re.search(rf"\b{re.escape(n.lower())}\b", m.lower()) for m in found)
+        if not inside and n.lower() not in {x.lower() for x in names}:
+            names.append(n)
+    names = names[:3]
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else (names[0] if names else "")
