@@ -272,3 +272,20 @@ def test_headings_inside_a_chunk_are_not_sentences_and_a_sentence_is_shown_once(
     texts = [s.text for s in ev.ranked]
     assert "University of Chicago Law School" not in texts and len(texts) == len(set(texts)) == 2
     assert ev.text.count("enrolled at Harvard") == 1
+
+
+@pytest.mark.parametrize(
+    "text, name, found",
+    [
+        ("talks with iran.", "iran", True),
+        ("the iranian talks", "iran", False),  # a word of its own, not a piece of one
+        ("the u.s. senate voted", "u.s.", True),  # ends in punctuation: as it stands
+        ("朱元璋是明朝的开国皇帝", "明朝", True),  # a script without spaces: as it stands
+        ("the a-0x compiler", "a-0", False),
+        ("harvard law review", "harvard law", True),
+    ],
+)
+def test_a_theme_heading_takes_names_its_sentences_name_as_words(text, name, found):
+    from tiny_graphrag.search.global_answer import mentions
+
+    assert mentions(text, name) is found

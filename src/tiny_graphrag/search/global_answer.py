@@ -121,13 +121,21 @@ def heading(index: SearchIndex, globals_: GlobalIndex, rid: int, group: Sequence
         lower = text.lower()
         for n in index.graph_index.entities_in(chunk.id):
             name = re.sub(r"^the\s+", "", str(index.graph.nodes[n].get("name", n)).strip(), flags=re.IGNORECASE)
-            if n in members and len(name) > 2 and re.search(rf"\b{re.escape(name.lower())}\b", lower):
+            if n in members and (len(name) > 2 or not name.isascii()) and mentions(lower, name.lower()):
                 weight[name] += 1 / index.graph_index.chunk_count[index.graph_index.pos[n]]
     found = [n for n, _ in weight.most_common()]
     names: list[str] = []
     for n in found:  # "Harvard" and "Harvard Law" inside "Harvard Law Review": the longest says it
-        inside = any(n.lower() != m.lower() and re.search(rf"\b{re.escape(n.lower())}\b", m.lower()) for m in found)
+        inside = any(n.lower() != m.lower() and mentions(m.lower(), n.lower()) for m in found)
         if not inside and n.lower() not in {x.lower() for x in names}:
             names.append(n)
     names = names[:3]
     return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else (names[0] if names else "")
+
+
+def mentions(text: str, name: str) -> bool:
+    """`name` in `text` as words ("Iran" not in "Iranian"); a name in a script written without spaces (Chinese), or
+    one ending in punctuation ("U.S."), as it stands."""
+    before = r"(?<!\w)" if name[:1].isascii() and name[:1].isalnum() else ""
+    after = r"(?!\w)" if name[-1:].isascii() and name[-1:].isalnum() else ""
+    return re.search(before + re.escape(name) + after, text) is not None
