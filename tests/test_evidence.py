@@ -192,8 +192,30 @@ def test_a_list_question_cites_each_item(index, embedder):
 def test_an_answer_that_only_repeats_the_question_is_refused(index, embedder):
     qe, seen = engine_with(index, embedder, "Bletchley Park.")
     res = qe.naive_search("Where is Bletchley Park located?")
-    assert len(seen) == 1 and res.answer.startswith("The context does not say")
-    assert "Bletchley Park" not in res.answer and any("'Bletchley Park'" in n for n in res.notes), res.notes
+    assert len(seen) == 5 and all(m == seen[0] for m in seen)  # the greedy echo, then 4 samples of the same prompt
+    assert res.answer.startswith("The context does not say") and "Bletchley Park" not in res.answer
+    assert any("'Bletchley Park'" in n for n in res.notes), res.notes
+    assert res.usage["answer"].llm_calls == 1 and res.usage["answer_samples"].llm_calls == 4
+    off = qe.configured(SearchConfig(evidence=EvidenceConfig(echo_samples=0)))
+    assert off.naive_search("Where was Bletchley Park located?").answer.startswith("The context does not say")
+    assert len(seen) == 6  # refused at once
+    qe.close()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_after_an_echo_the_most_common_sampled_answer_that_names_something_new_is_kept(index, embedder, stream):
+    """Round 4's vote (bench/RESULTS.md): the greedy answer only repeats the question; of 4 answers sampled from the
+    same prompt (each its own seed, so each its own cache entry), echoes do not vote, and the most common other one is
+    kept (the first sampled among equals), cited like any answer."""
+    answers = iter(["Bletchley Park", "Milton Keynes", "Bletchley Park", "Oxford", "Milton Keynes."])
+    llm = FakeLLM(lambda m, s, n: next(answers), n_ctx=4096)
+    qe = QueryEngine(index, llm=llm, embedder=embedder)
+    res = qe.naive_search("Where is Bletchley Park located?", stream=stream)
+    res = res.result if stream else res
+    assert strip_citations(res.answer) == "Milton Keynes" and parse_citations(res.answer)["sources"], res.answer
+    assert any("2 of 4 answers sampled" in n and "'Milton Keynes'" in n for n in res.notes), res.notes
+    assert llm.calls == 5 and qe.naive_search("Where is Bletchley Park located?").answer == res.answer
+    assert llm.calls == 5  # all five replayed from the call cache
     qe.close()
 
 
@@ -274,6 +296,16 @@ def test_headings_inside_a_chunk_are_not_sentences_and_a_sentence_is_shown_once(
     assert ev.text.count("enrolled at Harvard") == 1
 
 
+def test_a_sampled_answer_the_evidence_does_not_hold_does_not_vote(index, embedder):
+    """Three samples agree on a place no shown sentence names; the one the evidence holds is kept, with its citation."""
+    answers = iter(["Bletchley Park", "Atlantis", "Atlantis", "Milton Keynes", "Atlantis"])
+    qe = QueryEngine(index, llm=FakeLLM(lambda m, s, n: next(answers), n_ctx=4096), embedder=embedder)
+    res = qe.naive_search("Where is Bletchley Park located?")
+    assert strip_citations(res.answer) == "Milton Keynes" and parse_citations(res.answer)["sources"], res.answer
+    assert any("1 of 4 answers sampled" in n for n in res.notes), res.notes
+    qe.close()
+
+
 @pytest.mark.parametrize(
     "text, name, found",
     [
@@ -289,3 +321,20 @@ def test_a_theme_heading_takes_names_its_sentences_name_as_words(text, name, fou
     from tiny_graphrag.search.global_answer import mentions
 
     assert mentions(text, name) is found
+
+
+@pytest.mark.parametrize(
+    "answer, filled_in",
+    [
+        ("Name: Tampa Bay Buccaneers, Place: Oklahoma, Date:", True),  # sampled on the tune halves
+        ("A name, Zürich, 1930", True),
+        ("a name", True),
+        ("A FIFA", False),
+        ("The African Queen", False),
+        ("Mr. Smithers", False),
+    ],
+)
+def test_a_sampled_answer_that_fills_in_the_prompts_form_is_spotted(answer, filled_in):
+    from tiny_graphrag.search.reader import labels_like_prompt
+
+    assert labels_like_prompt(answer, READER_FORMS["factoid"]) is filled_in

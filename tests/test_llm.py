@@ -457,3 +457,36 @@ def test_the_readers_grammars_hold_a_real_model_to_the_form(smollm, form):
     assert form != "number" or any(c.isdigit() for c in text), text
     assert form != "number" or any(c.isdigit() for c in " ".join(text.split(" ")[:2])), text  # first or second word
     assert form != "yesno" or text in ("yes", "no"), text
+
+
+def test_a_calls_own_seed_is_in_its_key_and_reaches_only_backends_that_take_it():
+    """Sampled answers (the small reader after an echo) each carry a seed: each its own cache entry, the same seed the
+    same entry; a call without one keeps the key it always had; a backend whose `complete` takes no seed gets none."""
+
+    class Seeded(FakeBackend):
+        def complete(self, messages, *, seed=None, **options):
+            self.seeds.append(seed)
+            return super().complete(messages, **options)
+
+    backend = Seeded(lambda m, s, n: "x")
+    backend.seeds = []
+    llm = CachedLLM(backend)
+    keys = {llm.key(HELLO, None, 8, 0.7, None, seed) for seed in (None, 1, 2)}
+    assert len(keys) == 3 and llm.key(HELLO, None, 8, 0.7, None, None) == llm.key(HELLO, None, 8, 0.7)
+    for seed in (1, 2, 1):
+        llm.complete(HELLO, max_tokens=8, temperature=0.7, seed=seed)
+    assert backend.seeds == [1, 2] and llm.calls == 2 and llm.cache_hits == 1
+    plain = CachedLLM(FakeBackend(lambda m, s, n: "x"))  # no `seed` parameter: called without it
+    assert plain.complete(HELLO, max_tokens=8, temperature=0.7, seed=3).text == "x"
+
+
+def test_a_seed_makes_a_real_models_sample_repeatable(smollm):
+    """llama.cpp samples from the call's seed: the same seed gives the same text, and the seeds differ somewhere."""
+    from tiny_graphrag.backends.llm import LlamaCppLLM
+
+    backend = smollm.backend
+    assert isinstance(backend, LlamaCppLLM)
+    messages = [{"role": "user", "content": "Name a colour."}]
+    texts = {seed: backend.complete(messages, max_tokens=8, temperature=1.0, seed=seed).text for seed in range(1, 6)}
+    assert backend.complete(messages, max_tokens=8, temperature=1.0, seed=3).text == texts[3]
+    assert len(set(texts.values())) > 1, texts

@@ -56,6 +56,7 @@ class CompleteOptions(TypedDict, total=False):
     grammar: str | None
     max_tokens: int  # default 512
     temperature: float  # default 0.0
+    seed: int  # this call's sampling seed (default: the backend's); matters only at a temperature above 0
 
 
 @runtime_checkable
@@ -99,6 +100,7 @@ class CachedLLM:
         self.cache_hits = 0  # calls answered from the cache
         # A backend written before `grammar` was part of the contract gets calls without it.
         self._grammar_in = {m: _accepts(getattr(backend, m), "grammar") for m in ("complete", "stream")}
+        self._seed_in = _accepts(backend.complete, "seed")  # likewise a per-call seed
 
     name = property(lambda self: self.backend.name)
     fingerprint = property(lambda self: self.backend.fingerprint)
@@ -117,20 +119,27 @@ class CachedLLM:
         return {"grammar": grammar} if grammar is not None and self._grammar_in[method] else {}
 
     def key(
-        self, messages: Messages, schema: JSON | None, max_tokens: int, temperature: float, grammar: str | None = None
+        self,
+        messages: Messages,
+        schema: JSON | None,
+        max_tokens: int,
+        temperature: float,
+        grammar: str | None = None,
+        seed: int | None = None,
     ) -> str:
         """The cache key of one request (unchanged since the first release: old caches stay valid).
 
         The key's JSON sorts keys, but a schema's property order decides the order the model
         writes them in; until the grammar followed that order it got the properties sorted, so a
         schema whose order is not sorted has its order in the key (those old outputs are not
-        reused) and any other keeps its old key. A GBNF grammar is in the key only when given."""
+        reused) and any other keeps its old key. A GBNF grammar is in the key only when given, a call's own seed in
+        place of the backend's."""
         request: dict[str, object] = {
             "messages": messages,
             "schema": schema,
             "max_tokens": max_tokens,
             "temperature": temperature,
-            "seed": self.seed,
+            "seed": self.seed if seed is None else seed,
         }
         if schema is not None:
             order = property_order(schema)
@@ -143,12 +152,15 @@ class CachedLLM:
     def complete(self, messages: Messages, **options: Unpack[CompleteOptions]) -> Completion:
         schema, grammar = options.get("schema"), options.get("grammar")
         max_tokens, temperature = options.get("max_tokens", 512), options.get("temperature", 0.0)
+        seed = options.get("seed")
         _check_max_tokens(max_tokens)
-        key = self.key(messages, schema, max_tokens, temperature, grammar)
+        key = self.key(messages, schema, max_tokens, temperature, grammar, seed)
         hit = self._lookup(key)
         if hit is not None:
             return Completion(**{**hit, "cached": True})
         asked = CompleteOptions(schema=schema, max_tokens=max_tokens, temperature=temperature)
+        if seed is not None and self._seed_in:
+            asked["seed"] = seed
         result = self.backend.complete(messages, **asked, **self._constraint("complete", grammar))
         self.calls += 1
         self._store(key, result)
@@ -277,6 +289,8 @@ class LlamaCppLLM:
         if n_prompt + max_tokens > self.n_ctx:
             raise context_window_error(n_prompt, max_tokens, self.n_ctx)
         kwargs["max_tokens"] = max_tokens
+        if options.get("seed") is not None:
+            kwargs["seed"] = options["seed"]
         if schema is not None:
             # In the schema's declared order: llama.cpp writes properties in the order it is given
             # them (sorted keys here had overridden every schema's order).

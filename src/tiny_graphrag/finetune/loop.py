@@ -156,9 +156,8 @@ def train_and_save(
             model = load()
         labels = sorted(set(trainable.evaluator.labels(train)) | set(trained_labels(base) or []))
         tr = trainable(model, settings, labels)
-        # checkpoints are chosen over the labels of the user's data, as `models evaluate` scores them: a base model's
-        # other labels (a new domain leaves their mentions unlabelled) made its every find count as wrong and chose an
-        # early checkpoint (bench/RESULTS.md, "Several new types on new text")
+        # scored over the data's labels, as `models evaluate` does: a base's other labels (unlabelled in a new domain's
+        # data) made every find of theirs count as wrong and chose an early checkpoint (RESULTS.md, "Several new types")
         in_data = {*trainable.evaluator.labels(train), *trainable.evaluator.labels(dev or ())}
         tr.scored = [x for x in labels if x in in_data] or labels  # data without labels: all the model knows
         with seeded(settings.seed):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -17,7 +18,7 @@ from tiny_graphrag.citations import check_citations
 from tiny_graphrag.errors import InputError, listing
 from tiny_graphrag.search.config import EvidenceConfig
 from tiny_graphrag.search.context import BuiltContext, source_chunk
-from tiny_graphrag.search.evidence import Evidence
+from tiny_graphrag.search.evidence import Evidence, Sentence
 from tiny_graphrag.search.prompts import (
     NO_DATA_ANSWER,
     READER_FORMS,
@@ -33,8 +34,10 @@ from tiny_graphrag.search.reader import (
     echoes_prompt,
     echoes_question,
     items_of,
+    labels_like_prompt,
     question_form,
     supporting,
+    tokens,
 )
 from tiny_graphrag.search.result import SearchResult, Sources, StreamingResult, Usage
 from tiny_graphrag.search.tokens import counter_for
@@ -53,6 +56,12 @@ NO_SENTENCE_ANSWER = "The context does not say: no sentence of the passages foun
 # A small reader missing a second hop names the question's own subject: refused (asked again, it did no better).
 ECHO_ANSWER = "The context does not say: the passages found name only what the question names"
 ECHO_NOTE = "the reader answered {answer!r}, which only repeats what the {what} names: refused"
+# An echo is followed by answers sampled at this temperature (round 4's vote, bench/RESULTS.md)
+SAMPLE_TEMPERATURE = 0.7
+SAMPLED_NOTE = (
+    "the reader answered {echo!r}, which only repeats what the question names; {votes} of {n} answers sampled from the "
+    "same prompt said {answer!r}, kept"
+)
 NO_ANSWER = "The context does not say: the reader found no answer in the passages"
 
 
@@ -266,8 +275,8 @@ class SearchRun:
         n_prompt = prompt_tokens(messages, self.counter)
 
         def done(text: str, n_completion: int, n_prompt_used: int) -> SearchResult:
+            self.usage[category] = meter.usage(n_prompt_used, n_completion)  # before `finish`, which may sample more
             answer, invalid = finish(text)
-            self.usage[category] = meter.usage(n_prompt_used, n_completion)
             return self.result(built, context=context, answer=answer, invalid=invalid)
 
         if not stream:
@@ -283,6 +292,37 @@ class SearchRun:
         return StreamingResult(
             pending, llm.stream(messages, grammar=grammar, max_tokens=max_tokens, temperature=0.0), streamed
         )
+
+    def sampled(self, messages: list[dict], echo: str, shown: Sequence[Sentence]) -> str:
+        """After an `echo`, the most common of `evidence.echo_samples` answers sampled from the same prompt that names
+        something the question does not and that the `shown` sentences hold (the first sampled among equals), else the
+        echo (refused). Seeded per sample, so the same question gets the same answer, and the call cache replays it."""
+        meter, kept, prompt, completion = CallMeter(self.llm), [], 0, 0
+        for seed in range(1, self.evidence.echo_samples + 1):
+            out = self.llm.complete(
+                messages,
+                grammar=READER_GRAMMARS["factoid"],
+                max_tokens=READER_MAX_TOKENS["factoid"],
+                temperature=SAMPLE_TEMPERATURE,
+                seed=seed,
+            )
+            prompt, completion = prompt + out.prompt_tokens, completion + out.completion_tokens
+            answer = clean_answer(out.text)
+            if (
+                answer
+                and not echoes_question(answer, self.query)
+                and not labels_like_prompt(answer, READER_FORMS["factoid"])  # "a name", "Name: X, Place: Y"
+                and supporting(answer, shown, self.query)  # in the sentences shown, so it gets cited
+            ):
+                kept.append(answer)
+        self.usage["answer_samples"] = meter.usage(prompt, completion)
+        votes = Counter(" ".join(tokens(a)) for a in kept)
+        if not kept:
+            return echo
+        chosen = next(a for a in kept if votes[" ".join(tokens(a))] == max(votes.values()))
+        n = self.evidence.echo_samples
+        self.notes.append(SAMPLED_NOTE.format(echo=echo, answer=chosen, votes=votes[" ".join(tokens(chosen))], n=n))
+        return chosen
 
     def answer_evidence(
         self, evidence: Evidence, sid_of: Mapping[str, int], *, stream: bool, closest: Sequence[str] = ()
@@ -303,8 +343,12 @@ class SearchRun:
         self.details["form"] = form = question_form(self.query)
         kept = evidence.kept
 
+        messages = reader_messages(evidence.text, self.query, form)
+
         def finish(text: str) -> tuple[str, dict[str, tuple[int, ...]]]:
             answer = clean_answer(text)
+            if echoes_question(answer, self.query) and form == "factoid" and self.evidence.echo_samples:
+                answer = self.sampled(messages, answer, kept)
             if echoes_question(answer, self.query):
                 self.notes.append(ECHO_NOTE.format(answer=answer, what="question"))
                 return ECHO_ANSWER, {}
@@ -317,5 +361,4 @@ class SearchRun:
                 cited.append(f"{item} [Data: Sources ({', '.join(map(str, ids))})]" if ids else item)
             return ("; ".join(cited) if form == "list" else cited[0]) if answer else answer, {}
 
-        messages = reader_messages(evidence.text, self.query, form)
         return self.call(built, messages, READER_GRAMMARS[form], READER_MAX_TOKENS[form], finish, stream=stream)

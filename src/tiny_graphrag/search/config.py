@@ -155,6 +155,9 @@ class EvidenceConfig(Checked):
     # no sentence scores this much: nothing found bears on the question (an unrelated sentence
     # scores about its passage prior: a MiniLM cosine near 0.1 and no word of the question)
     min_score: float = allowed(0.2, ">= 0")
+    # a factoid answer that only repeats the question's names: this many answers sampled from the same prompt
+    # (temperature SAMPLE_TEMPERATURE, seeds 1..n), the most common that names something else kept; 0: refused
+    echo_samples: int = allowed(4, ">= 0")
 
 
 @dataclass(frozen=True)

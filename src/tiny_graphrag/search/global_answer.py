@@ -123,13 +123,9 @@ def heading(index: SearchIndex, globals_: GlobalIndex, rid: int, group: Sequence
             name = re.sub(r"^the\s+", "", str(index.graph.nodes[n].get("name", n)).strip(), flags=re.IGNORECASE)
             if n in members and (len(name) > 2 or not name.isascii()) and mentions(lower, name.lower()):
                 weight[name] += 1 / index.graph_index.chunk_count[index.graph_index.pos[n]]
-    found = [n for n, _ in weight.most_common()]
-    names: list[str] = []
-    for n in found:  # "Harvard" and "Harvard Law" inside "Harvard Law Review": the longest says it
-        inside = any(n.lower() != m.lower() and mentions(m.lower(), n.lower()) for m in found)
-        if not inside and n.lower() not in {x.lower() for x in names}:
-            names.append(n)
-    names = names[:3]
+    found = list({n.lower(): n for n, _ in reversed(weight.most_common())}.values())[::-1]  # once each, best first
+    # "Harvard" and "Harvard Law" inside "Harvard Law Review": the longest says it
+    names = [n for n in found if not any(n.lower() != m.lower() and mentions(m.lower(), n.lower()) for m in found)][:3]
     return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else (names[0] if names else "")
 
 

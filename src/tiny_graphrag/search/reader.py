@@ -99,6 +99,13 @@ def echoes_question(answer: str, query: str) -> bool:
     return words <= content_words(query)
 
 
+def labels_like_prompt(answer: str, asked: str) -> bool:
+    """The answer opens with a word of the prompt's description ("Name: Tampa Bay Buccaneers, Place: Oklahoma", "A name,
+    Zurich, 1930"): what answers sampled after an echo wrote on the tune halves, filling in the form."""
+    first = next((w for w in re.findall(r"\w+", answer.lower()) if w not in {"a", "an", "the"}), "")
+    return first in content_words(asked)
+
+
 def echoes_prompt(answer: str, asked: str) -> bool:
     """The answer is the prompt's own description of one ("a name", "a place, a date, a number or a few words"): a 0.5B
     reader with nothing to say copies what it was asked for (bench/RESULTS.md)."""
