@@ -53,7 +53,7 @@ APPROXIMATE_NOTE = (
 
 
 NO_SENTENCE_ANSWER = "The context does not say: no sentence of the passages found bears on this question"
-# A small reader missing a second hop names the question's own subject: refused (asked again, it did no better).
+# A small reader missing a second hop names the question's own subject: refused, unless samples name something else.
 ECHO_ANSWER = "The context does not say: the passages found name only what the question names"
 ECHO_NOTE = "the reader answered {answer!r}, which only repeats what the {what} names: refused"
 # An echo is followed by answers sampled at this temperature (round 4's vote, bench/RESULTS.md)
@@ -316,12 +316,12 @@ class SearchRun:
             ):
                 kept.append(answer)
         self.usage["answer_samples"] = meter.usage(prompt, completion)
-        votes = Counter(" ".join(tokens(a)) for a in kept)
         if not kept:
             return echo
+        votes = Counter(" ".join(tokens(a)) for a in kept)  # "Milton Keynes." and "milton keynes" agree
         chosen = next(a for a in kept if votes[" ".join(tokens(a))] == max(votes.values()))
-        n = self.evidence.echo_samples
-        self.notes.append(SAMPLED_NOTE.format(echo=echo, answer=chosen, votes=votes[" ".join(tokens(chosen))], n=n))
+        n, agreed = self.evidence.echo_samples, max(votes.values())
+        self.notes.append(SAMPLED_NOTE.format(echo=echo, answer=chosen, votes=agreed, n=n))
         return chosen
 
     def answer_evidence(
@@ -342,7 +342,6 @@ class SearchRun:
             return self.answer(built, None, max_tokens=0, stream=stream, declined=NO_SENTENCE_ANSWER + near)
         self.details["form"] = form = question_form(self.query)
         kept = evidence.kept
-
         messages = reader_messages(evidence.text, self.query, form)
 
         def finish(text: str) -> tuple[str, dict[str, tuple[int, ...]]]:
