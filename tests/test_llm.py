@@ -490,3 +490,6 @@ def test_a_seed_makes_a_real_models_sample_repeatable(smollm):
     texts = {seed: backend.complete(messages, max_tokens=8, temperature=1.0, seed=seed).text for seed in range(1, 6)}
     assert backend.complete(messages, max_tokens=8, temperature=1.0, seed=3).text == texts[3]
     assert len(set(texts.values())) > 1, texts
+    # through the call cache's wrapper (each its own, so nothing is replayed): the seed reaches llama.cpp
+    wrapped = [CachedLLM(backend).complete(messages, max_tokens=8, temperature=1.0, seed=s).text for s in (3, 4, 3)]
+    assert wrapped[0] == wrapped[2] == texts[3] and wrapped[1] == texts[4], (wrapped, texts)

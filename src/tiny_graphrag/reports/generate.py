@@ -98,8 +98,12 @@ def community_title(title: str, names: Sequence[str]) -> str:
     cleaned = title.strip().rstrip(",;:").strip()
     if not names or meaningful(cleaned, names, sentence=False):
         return cleaned.strip(" ,;:.-") or title
-    top = list(dict.fromkeys(names))[:3]
-    return ", ".join(top[:-1]) + f" and {top[-1]}" if len(top) > 1 else top[0]
+    return names_title(list(dict.fromkeys(names))[:3])
+
+
+def names_title(names: Sequence[str]) -> str:
+    """ "A", "A and B", "A, B and C": a title made of names (a community's, or the names a global answer's theme quotes)."""
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else (names[0] if names else "")
 
 
 def community_summary(summary: str, names: Sequence[str], findings: Sequence[Finding]) -> str:

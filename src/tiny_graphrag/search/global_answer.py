@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tiny_graphrag.records import Chunk
+from tiny_graphrag.reports.generate import names_title
 from tiny_graphrag.search.answer import SearchRun
 from tiny_graphrag.search.config import GlobalConfig
 from tiny_graphrag.search.context import BuiltContext, source_chunk, source_report
@@ -116,17 +117,18 @@ def heading(index: SearchIndex, globals_: GlobalIndex, rid: int, group: Sequence
     if globals_.covers is not None:  # a tree summary: no community to take names from
         return report.title
     members = next((set(c.nodes) for c in index.communities if c.id == report.community_id), set())
-    weight: Counter[str] = Counter()
+    weight: Counter[str] = Counter()  # by lower-case name: "the Senate" and "Senate" are one
+    shown: dict[str, str] = {}
     for chunk, text, _ in group:
-        lower = text.lower()
         for n in index.graph_index.entities_in(chunk.id):
             name = re.sub(r"^the\s+", "", str(index.graph.nodes[n].get("name", n)).strip(), flags=re.IGNORECASE)
-            if n in members and (len(name) > 2 or not name.isascii()) and mentions(lower, name.lower()):
-                weight[name] += 1 / index.graph_index.chunk_count[index.graph_index.pos[n]]
-    found = list({n.lower(): n for n, _ in reversed(weight.most_common())}.values())[::-1]  # once each, best first
+            key = name.lower()
+            if n in members and (len(name) > 2 or not name.isascii()) and mentions(text.lower(), key):
+                weight[key] += 1 / index.graph_index.chunk_count[index.graph_index.pos[n]]
+                shown.setdefault(key, name)
+    found = [key for key, _ in weight.most_common()]
     # "Harvard" and "Harvard Law" inside "Harvard Law Review": the longest says it
-    names = [n for n in found if not any(n.lower() != m.lower() and mentions(m.lower(), n.lower()) for m in found)][:3]
-    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else (names[0] if names else "")
+    return names_title([shown[k] for k in found if not any(k != m and mentions(m, k) for m in found)][:3])
 
 
 def mentions(text: str, name: str) -> bool:

@@ -102,8 +102,7 @@ def echoes_question(answer: str, query: str) -> bool:
 def labels_like_prompt(answer: str, asked: str) -> bool:
     """The answer opens with a word of the prompt's description ("Name: Tampa Bay Buccaneers, Place: Oklahoma", "A name,
     Zurich, 1930"): what answers sampled after an echo wrote on the tune halves, filling in the form."""
-    first = next((w for w in re.findall(r"\w+", answer.lower()) if w not in {"a", "an", "the"}), "")
-    return first in content_words(asked)
+    return (tokens(answer) or [""])[0] in content_words(asked)
 
 
 def echoes_prompt(answer: str, asked: str) -> bool:
