@@ -12,7 +12,7 @@ from test_search_fixtures import build_test_index
 
 from tiny_graphrag.citations import parse_citations, strip_citations, unresolved
 from tiny_graphrag.records import Chunk
-from tiny_graphrag.search.config import EvidenceConfig, SearchConfig
+from tiny_graphrag.search.config import EvidenceConfig, GlobalConfig, SearchConfig
 from tiny_graphrag.search.engine import QueryEngine
 from tiny_graphrag.search.evidence import render, select_evidence, title_line
 from tiny_graphrag.search.prompts import READER_FORMS
@@ -274,6 +274,25 @@ def test_a_small_readers_global_answer_quotes_the_sentences_nearest_the_question
     assert "Bletchley Park" in res.answer
     far = qe.global_search("What is the boiling point of mercury at sea level?")
     assert far.answer.startswith("The context does not say") and far.llm_calls == 0
+    qe.close()
+
+
+def test_a_long_sentence_ranks_lower_so_the_global_budget_holds_more_sentences(index, embedder):
+    """With GlobalConfig.length_penalty the quotes are ranked by cosine - penalty x ln(tokens): within the same budget
+    a larger penalty quotes shorter sentences (as many or more); with none, the nearest sentence comes first."""
+    qe, _ = engine_with(index, embedder, "should not be asked")
+    q = "What did the codebreakers and computing pioneers work on?"
+    quoted = {}
+    for penalty in (0.0, 1.0):
+        config = SearchConfig(global_=GlobalConfig(length_penalty=penalty, reduce_max_tokens=70))
+        res = qe.configured(config).global_search(q)
+        quoted[penalty] = [re.sub(r"^- [^:]*: ", "", strip_citations(x).strip()) for x in res.answer.splitlines()]
+        assert res.llm_calls == 0 and quoted[penalty], res.answer
+    words = {p: sum(len(x.split()) for x in quotes) / len(quotes) for p, quotes in quoted.items()}
+    assert len(quoted[1.0]) >= len(quoted[0.0]) and words[1.0] < words[0.0], quoted
+    vec = embedder.embed([q, *quoted[0.0]])
+    cos = [float(v @ vec[0]) for v in vec[1:]]
+    assert max(cos) == pytest.approx(cos[0], abs=1e-5)  # no penalty: the nearest sentence first
     qe.close()
 
 

@@ -176,7 +176,10 @@ def test_global_search_maps_the_tree_summaries_of_an_index_without_reports(tmp_p
         assert {c.chunk_id for c in res.sources.chunks} == covered  # a summary resolves to the chunks it covers
         assert all(doc[c.start : c.end] == c.text for c in res.sources.chunks)
         assert res.llm_calls == res.details["map_chunks"] + 1 and "Harvard" in res.answer
-        root = qe.global_search("What is the article about?", level=0, only_context=True)
+        # the root alone, whatever its cosine: the fake summaries put it near the 0.15 cut-off (0.149 on one CPU, above
+        # on another, where the tree's clustering differed), and this asserts the level, not the relevance
+        anywhere = GlobalConfig(min_similarity=-1.0)
+        root = qe.global_search("What is the article about?", level=0, only_context=True, config=anywhere)
         dynamic = qe.global_search("What is the article about?", only_context=True)  # the summaries nearest it
         assert len(dynamic.details["considered"]) == len(nodes) and dynamic.sources.reports
         top_nodes = {n.id for n in nodes if n.layer == top}

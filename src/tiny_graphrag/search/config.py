@@ -101,14 +101,14 @@ class GlobalConfig(Checked):
     # What is mapped: "reports" (community reports), "tree" (the RAPTOR tree's summaries, the top
     # layer as level 0), or "auto": the reports, else the tree's summaries when the index has none.
     source: str = allowed("auto", ("auto", "reports", "tree"))
-    # A question no report (selection.py) or, for a small reader, no sentence (global_answer.py) is this near is
-    # answered "no relevant information" without a model call. MiniLM's scale: off-topic questions ("the boiling point
-    # of mercury?") reached 0.04-0.08, whole-corpus ones ("What are the main themes?") 0.21-0.24 on the demo's article
-    # and A Christmas Carol (bench/RESULTS.md).
+    # A question no report (selection.py) or, for a small reader, no sentence (global_answer.py) is this near gets "no
+    # relevant information" without a model call. MiniLM's scale: off-topic questions ("the boiling point of mercury?")
+    # reached 0.04-0.08, whole-corpus ones ("What are the main themes?") 0.21-0.24 on the demo's texts (RESULTS.md).
     min_similarity: float = allowed(0.15, "[-1, 1]")  # a cosine
-    # A small reader's answer (global_answer.py) quotes the sentences of the question's nearest `chunks` chunks nearest
-    # it, within reduce_max_tokens. Chosen on the tune half of bench/data/global_questions.json (bench/RESULTS.md).
+    # A small reader's answer (global_answer.py) quotes the sentences of the question's nearest `chunks` chunks, best by
+    # cosine - length_penalty x ln(tokens) first, within reduce_max_tokens. Chosen on global_questions.json's tune half.
     chunks: int = allowed(15, ">= 1")
+    length_penalty: float = allowed(0.15, ">= 0")
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ bench/data/global_questions.json were anywhere in the reports), and its reduce k
 facts reached the answer; the demo's themes answer repeated one fact twice: bench/RESULTS.md). LazyGraphRAG defers
 summarising to query time; with a small reader nothing is summarised:
 
-1. The `GlobalConfig.chunks` chunks nearest the question, and their sentences nearest it, best first, while the answer's
-   `GlobalConfig.reduce_max_tokens` hold (on the tune questions, capping sentences per community or diversifying them by
-   embedding kept fewer key facts).
+1. The `GlobalConfig.chunks` chunks nearest the question, their sentences nearest it first, a long one lower (two short
+   ones name more: `length_penalty`), while the answer's `reduce_max_tokens` hold (on the tune questions, capping
+   sentences per community, diversifying them by embedding or ranking central ones higher kept fewer key facts).
 2. Each sentence under its theme: the top-level community that holds most of the entities its chunk mentions (a RAPTOR
    tree's top summary covering the chunk), headed by the names of it that its sentences name (the summary's title).
 3. The answer: "- Names: sentence [Data: Sources (id)]", themes in order of their best sentence. No model call."""
@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from math import log
 
 import numpy as np
 
@@ -45,13 +46,13 @@ def search_themes(
         qvec = index.embed_query(run.query)
         near = index.chunk_vectors.search(qvec, config.chunks)
         quotes = nearest_sentences(index, index.store.chunks_by_id([c for c, _ in near]), qvec)
-        kept = [q for q in quotes if q[2] >= config.min_similarity]
+        tok = {t: run.counter(t) for _, t, cos in quotes if cos >= config.min_similarity}  # each sentence's tokens
+        order = sorted((q for q in quotes if q[1] in tok), key=lambda q: config.length_penalty * log(tok[q[1]]) - q[2])
         picked, tokens = [], 0
-        for q in kept:  # best first, while the answer's budget holds
-            cost = run.counter(q[1]) + 12  # the theme's title and the citation
-            if tokens + cost <= config.reduce_max_tokens:
+        for q in order:  # best first, while the answer's budget holds (+ 12: the theme's title and the citation)
+            if tokens + tok[q[1]] + 12 <= config.reduce_max_tokens:
                 picked.append(q)
-                tokens += cost
+                tokens += tok[q[1]] + 12
         themes = [theme_of(index, globals_, chunk, text) for chunk, text, _ in picked]
     groups: dict[int | None, list[Quote]] = {}
     for q, theme in zip(picked, themes):
