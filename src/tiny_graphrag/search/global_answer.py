@@ -46,7 +46,7 @@ def search_themes(
         qvec = index.embed_query(run.query)
         near = index.chunk_vectors.search(qvec, config.chunks)
         quotes = nearest_sentences(index, index.store.chunks_by_id([c for c, _ in near]), qvec)
-        tok = {t: run.counter(t) for _, t, cos in quotes if cos >= config.min_similarity}  # each sentence's tokens
+        tok = {t: max(run.counter(t), 1) for _, t, cos in quotes if cos >= config.min_similarity}  # tokens, for log
         order = sorted((q for q in quotes if q[1] in tok), key=lambda q: config.length_penalty * log(tok[q[1]]) - q[2])
         picked, tokens = [], 0
         for q in order:  # best first, while the answer's budget holds (+ 12: the theme's title and the citation)
