@@ -319,9 +319,9 @@ class SearchRun:
         if not kept:
             return echo
         votes = Counter(" ".join(tokens(a)) for a in kept)  # "Milton Keynes." and "milton keynes" agree
-        chosen = next(a for a in kept if votes[" ".join(tokens(a))] == max(votes.values()))
-        n, agreed = self.evidence.echo_samples, max(votes.values())
-        self.notes.append(SAMPLED_NOTE.format(echo=echo, answer=chosen, votes=agreed, n=n))
+        most = max(votes.values())
+        chosen = next(a for a in kept if votes[" ".join(tokens(a))] == most)  # the first sampled among equals
+        self.notes.append(SAMPLED_NOTE.format(echo=echo, answer=chosen, votes=most, n=self.evidence.echo_samples))
         return chosen
 
     def answer_evidence(

@@ -53,14 +53,12 @@ def search_themes(
             if tokens + tok[q[1]] + 12 <= config.reduce_max_tokens:
                 picked.append(q)
                 tokens += tok[q[1]] + 12
-        themes = [theme_of(index, globals_, chunk, text) for chunk, text, _ in picked]
-    groups: dict[int | None, list[Quote]] = {}
-    for q, theme in zip(picked, themes):
-        groups.setdefault(theme, []).append(q)
+        groups: dict[int | None, list[Quote]] = {}
+        for q, theme in zip(picked, themes_of(index, globals_, picked)):
+            groups.setdefault(theme, []).append(q)
     lines = []
     for rid, group in groups.items():
-        named = heading(index, globals_, rid, group) if rid is not None else ""
-        title = f"{named}: " if named else ""
+        title = f"{named}: " if rid is not None and (named := heading(index, globals_, rid, group)) else ""
         for i, (chunk, text, _) in enumerate(group):
             cite = f"{text} [Data: Sources ({index.sid_of[chunk.id]})]"
             lines.append(f"- {title}{cite}" if i == 0 else f"  {cite}")
@@ -93,21 +91,23 @@ def nearest_sentences(index: SearchIndex, chunks: Sequence[Chunk], qvec: np.ndar
     return sorted(((found[t], t, float(x)) for t, x in zip(texts, sims)), key=lambda q: -q[2])
 
 
-def theme_of(index: SearchIndex, globals_: GlobalIndex, chunk: Chunk, sentence: str) -> int | None:
-    """The report id of a sentence's theme: the top-level summary covering its chunk, or the
-    top-level community holding most of the entities its chunk mentions, each counted by how few
-    chunks mention it, NAMED times for one the sentence names; None when no reported community holds any."""
+def themes_of(index: SearchIndex, globals_: GlobalIndex, quotes: Sequence[Quote]) -> list[int | None]:
+    """Each quote's theme (a report id): the top-level summary covering its chunk, or the top-level community holding
+    most of the entities its chunk mentions, each counted by how few chunks mention it, NAMED times for one the sentence
+    names as words; None when no reported community holds any."""
     top = globals_.levels[0] if globals_.levels else 0
     reported = {r.community_id: rid for rid, r in globals_.at_level(top)}
     if globals_.covers is not None:
-        return next((rid for cid, rid in reported.items() if chunk.id in globals_.covers[cid]), None)
-    community = {n: c for c in index.communities if c.level == top and c.id in reported for n in c.nodes}
-    keys = [n for n in index.graph_index.entities_in(chunk.id) if n in community]
-    votes: Counter[str] = Counter()
-    for n in keys:  # a name in most chunks ("Obama") says little about which theme this is
-        named = str(index.graph.nodes[n].get("name", n)).lower() in sentence.lower()
-        votes[community[n].id] += (NAMED if named else 1) / index.graph_index.chunk_count[index.graph_index.pos[n]]
-    return reported[votes.most_common(1)[0][0]] if votes else None
+        return [next((r for cid, r in reported.items() if c.id in globals_.covers[cid]), None) for c, _, _ in quotes]
+    community = {n: c for c in index.communities if c.level == top and c.id in reported for n in c.nodes}  # once
+    themes: list[int | None] = []
+    for chunk, sentence, _ in quotes:
+        votes: Counter[str] = Counter()  # a name in most chunks ("Obama") says little about which theme this is
+        for n in (n for n in index.graph_index.entities_in(chunk.id) if n in community):
+            named = mentions(sentence.lower(), str(index.graph.nodes[n].get("name", n)).strip().lower())
+            votes[community[n].id] += (NAMED if named else 1) / index.graph_index.chunk_count[index.graph_index.pos[n]]
+        themes.append(reported[votes.most_common(1)[0][0]] if votes else None)
+    return themes
 
 
 def heading(index: SearchIndex, globals_: GlobalIndex, rid: int, group: Sequence[Quote]) -> str:
