@@ -239,3 +239,31 @@ def test_entities_named_in_the_same_chunks_cluster_together_but_relations_decide
     assert [c.edges for c in linked if "z" in c.nodes] == [(("z", "x", "rel"),)]  # chunk links are not edges
     assert _undirected(g, 0.1)["a"]["b"]["weight"] == pytest.approx(0.1)
     assert _undirected(g, 0.1)["x"]["z"]["weight"] == pytest.approx(1.1)
+
+
+LINKED_CLIQUE = """
+import networkx as nx
+from tiny_graphrag.config import CommunityConfig
+from tiny_graphrag.reports.communities import hierarchical_communities
+
+g = nx.MultiDiGraph()
+names = [f"e{i:02d}" for i in range(17)]
+for n in names:  # all named in one passage, as the river, its towns and mountains of one MuSiQue passage
+    g.add_node(n, name=n, hid=0, provenance=[("d", "c1", 0, 1)])
+for i, u in enumerate(names):
+    for v in names[i + 1 :]:
+        g.add_edge(u, v, key="rel", weight=2 if "e05" in (u, v) or {u, v} <= {"e02", "e14", "e16"} else 1)
+levels = hierarchical_communities(g, CommunityConfig(max_cluster_size=10, chunk_weight=0.1))
+print(sorted(n for c in levels if c.level == 0 for n in c.nodes) == names)
+"""
+
+
+def test_weights_that_do_not_add_up_exactly_do_not_hang_leiden():
+    """Link weights of 1.1 and 2.1 (a relation plus a shared chunk) made leidenalg move nodes back and forth forever on
+    this clique, as on a 3,000-passage build: weights are passed in whole thousandths. Run apart, so a hang fails."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LINKED_CLIQUE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

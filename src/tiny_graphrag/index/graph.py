@@ -60,8 +60,7 @@ def normalize_name(text: str) -> str:
     previous = None
     while s != previous:  # '"Obama's."' needs punctuation, possessive and punctuation again
         previous = s
-        s = _strip_edges(s)
-        s = _POSSESSIVE.sub("", s).rstrip()
+        s = _POSSESSIVE.sub("", _strip_edges(s)).rstrip()
     return s
 
 

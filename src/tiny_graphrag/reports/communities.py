@@ -63,7 +63,9 @@ def _leiden(members: Sequence[str], simple: nx.Graph, config: CommunityConfig) -
     if not edges:
         return [[n] for n in members]
     g = ig.Graph(n=len(members), edges=[(i, j) for i, j, _ in edges])
-    g.es["weight"] = [w for _, _, w in edges]
+    # In thousandths: with weights like 1.1 and 2.1, rounding made a move and its undoing both gains and leidenalg looped
+    # forever (a 3,000-passage build). Integer sums are exact; one scale for every weight keeps the best partition.
+    g.es["weight"] = [max(1, round(w * 1000)) for _, _, w in edges]
     # RBConfiguration with resolution 1 is modularity; other values let users tune granularity.
     partition = leidenalg.find_partition(
         g,
@@ -87,8 +89,7 @@ def _sorted_parts(parts: Iterable[Sequence[str]]) -> list[tuple[str, ...]]:
 
 def _inner_edges(graph: nx.MultiDiGraph, nodes: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
     inside = set(nodes)
-    edges = {(u, v, str(k)) for n in nodes for u, v, k in graph.out_edges(n, keys=True) if v in inside}
-    return tuple(sorted(edges))
+    return tuple(sorted({(u, v, str(k)) for n in nodes for u, v, k in graph.out_edges(n, keys=True) if v in inside}))
 
 
 def hierarchical_communities(graph: nx.MultiDiGraph, config: CommunityConfig = CommunityConfig()) -> list[Community]:
