@@ -72,8 +72,7 @@ def unresolved(text: str, sources: Citable) -> dict[str, tuple[int, ...]]:
     citable = sources.citable()
     out: dict[str, tuple[int, ...]] = {}
     for kind, ids in parse_citations(text).items():
-        bad = tuple(i for i in ids if i not in citable.get(kind, set()))
-        if bad:
+        if bad := tuple(i for i in ids if i not in citable.get(kind, set())):
             out[kind] = bad
     return out
 

@@ -221,8 +221,7 @@ def _validate(schema: Schema) -> None:
     declared = set(schema.entity_types)
     for rel in schema.relation_types:
         for side, types in (("allowed_head", rel.allowed_head), ("allowed_tail", rel.allowed_tail)):
-            missing = [t for t in types if t not in declared]
-            if missing:
+            if missing := [t for t in types if t not in declared]:
                 raise SchemaError(
                     f"relation '{rel.label[:100]}': {side} names {listing(missing)}, which are not declared entity "
                     f"types {listing(schema.entity_types)}; declare them in entity_types or fix the spelling"

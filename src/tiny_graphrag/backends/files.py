@@ -107,8 +107,7 @@ def locate_model(name: str, models_dir_: str | os.PathLike[str] | None = None) -
     candidate = models_dir(models_dir_) / name
     if candidate.exists():
         return candidate, "models dir"
-    package = _PACKAGED.get(name)
-    if package is None:
+    if (package := _PACKAGED.get(name)) is None:
         return None
     try:
         packaged = Path(importlib.import_module(package).get_model_path())
@@ -119,8 +118,7 @@ def locate_model(name: str, models_dir_: str | os.PathLike[str] | None = None) -
 
 def resolve_model(name: str, *, kind: str, models_dir_: str | os.PathLike[str] | None = None) -> Path:
     """The local path of a model, or a ModelNotFoundError that says how to obtain it."""
-    found = locate_model(name, models_dir_)
-    if found is not None:
+    if (found := locate_model(name, models_dir_)) is not None:
         return found[0]
     base = models_dir(models_dir_)
     candidate = base / name

@@ -150,13 +150,11 @@ class CachedLLM:
         return cache_key("chat", self.fingerprint, request)
 
     def complete(self, messages: Messages, **options: Unpack[CompleteOptions]) -> Completion:
-        schema, grammar = options.get("schema"), options.get("grammar")
+        schema, grammar, seed = options.get("schema"), options.get("grammar"), options.get("seed")
         max_tokens, temperature = options.get("max_tokens", 512), options.get("temperature", 0.0)
-        seed = options.get("seed")
         _check_max_tokens(max_tokens)
         key = self.key(messages, schema, max_tokens, temperature, grammar, seed)
-        hit = self._lookup(key)
-        if hit is not None:
+        if (hit := self._lookup(key)) is not None:
             return Completion(**{**hit, "cached": True})
         asked = CompleteOptions(schema=schema, max_tokens=max_tokens, temperature=temperature)
         if seed is not None and self._seed_in:
@@ -173,8 +171,7 @@ class CachedLLM:
         _check_max_tokens(max_tokens)
         # Same key as `complete` without a schema: greedy decoding gives the same text either way.
         key = self.key(messages, None, max_tokens, temperature, grammar)
-        hit = self._lookup(key)
-        if hit is not None:
+        if (hit := self._lookup(key)) is not None:
             yield hit["text"]
             return
         pieces: list[str] = []
@@ -204,8 +201,7 @@ class CachedLLM:
         self._store(key, replace(record, text=text))
 
     def _lookup(self, key: str) -> dict[str, Any] | None:
-        hit = self.cache.get(key)
-        if hit is not None:
+        if (hit := self.cache.get(key)) is not None:
             self.cache_hits += 1
         return hit
 

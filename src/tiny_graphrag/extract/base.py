@@ -56,8 +56,7 @@ def make_extractor(
     schema: Schema, config: ExtractionConfig, models_dir: str | os.PathLike[str] | None = None
 ) -> Extractor:
     """The extractor named by `config.extractor`, built for `schema`."""
-    factory = _REGISTRY.get(config.extractor)
-    if factory is None:
+    if (factory := _REGISTRY.get(config.extractor)) is None:
         raise InputError(
             f"unknown extractor '{config.extractor}'; choose one of {extractor_names()} "
             "(or add yours with register_extractor)"

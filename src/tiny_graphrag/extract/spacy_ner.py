@@ -63,8 +63,7 @@ def resolve_label_map(schema: Schema, label_map: Mapping[str, str] | None) -> di
             f'labels onto your types in the schema file ([spacy_labels] PERSON = "<your type>", ORG = ..., '
             f"GPE = ...; in Python also ExtractionConfig(spacy_label_map=...)), or use the 'gliner' extractor"
         )
-    dropped = sorted(src for src in given if src not in resolved)
-    if dropped:
+    if dropped := sorted(src for src in given if src not in resolved):
         log.info("spaCy labels %s map to types outside schema '%s' and are ignored", dropped, schema.name)
     return resolved
 

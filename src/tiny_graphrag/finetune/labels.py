@@ -49,11 +49,9 @@ def unseen(labels: Iterable[str], trained: Iterable[str]) -> list[str]:
 
 def warn_zero_shot(folder: Path, labels: Iterable[str], what: str) -> list[str]:
     """Warn about each of `labels` the model in `folder` was never trained on; returns them."""
-    trained = trained_labels(folder)
-    if trained is None:
+    if (trained := trained_labels(folder)) is None:
         return []
-    missing = unseen(labels, trained)
-    if missing:
+    if missing := unseen(labels, trained):
         log.warning(
             "%s model %s was never trained on %s (its training data had no example): it still predicts %s "
             "zero-shot, with weak results. To fix: fine-tune it on labelled examples (`tiny-graphrag models finetune`)",
@@ -81,7 +79,6 @@ def labels_in_common(folder: Path, gold_labels: Iterable[str], what: str, *, zer
             f"{listing(gold)}, the model was trained on {listing(trained)}. To fix: evaluate on data with the "
             "model's labels, fine-tune it on yours first, or pass --zero-shot to score it on labels it never saw"
         )
-    left = [g for g in gold if g not in common]
-    if left:
+    if left := [g for g in gold if g not in common]:
         log.warning("not scoring %s labels the model was never trained on: %s", what, listing(left))
     return common

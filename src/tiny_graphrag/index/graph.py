@@ -137,8 +137,7 @@ def build_graph(chunks: Sequence[Chunk], extractions: Sequence[Extraction], sche
     # Relations are kept as mentions until node types are final, then checked against the schema.
     pending: dict[tuple, tuple[float, Span]] = {}
     for ex in extractions:
-        chunk = by_id.get(ex.chunk_id)
-        if chunk is None:
+        if (chunk := by_id.get(ex.chunk_id)) is None:
             raise ValueError(f"extraction refers to chunk {ex.chunk_id!r}, which is not among the chunks given")
         for m in ex.entities:
             add_mention(chunk, m)
@@ -173,8 +172,7 @@ def build_graph(chunks: Sequence[Chunk], extractions: Sequence[Extraction], sche
 
     dropped: Counter = Counter()
     for (head, tail, label, *_), (score, span) in pending.items():
-        reason = _drop_reason(graph, schema, head, tail, label)
-        if reason:
+        if reason := _drop_reason(graph, schema, head, tail, label):
             dropped[reason] += 1
             continue
         if graph.has_edge(head, tail, key=label):

@@ -179,8 +179,7 @@ class IndexStore:
             part = wanted[i : i + 500]
             rows = self._db.execute(f"SELECT * FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)
             found.update((c.id, c) for c in map(self._chunk, rows))
-        missing = [c for c in wanted if c not in found]
-        if missing:
+        if missing := [c for c in wanted if c not in found]:
             raise KeyError(f"no chunk {missing[0]!r} in {self.path}")
         return [found[c] for c in chunk_ids]
 
@@ -325,8 +324,7 @@ class IndexStore:
                 f"the '{name}' vectors of {self.path} do not match their ids ({count} ids in {ids.name} for a {shape} "
                 f"array in {npy.name}); the index is damaged: rebuild it with `tiny-graphrag build ... --force`"
             )
-        unknown = self._unknown_ids(name, row_ids)
-        if unknown:
+        if unknown := self._unknown_ids(name, row_ids):
             raise IndexFormatError(
                 f"the '{name}' vectors of {self.path} name ids the index does not hold (e.g. {unknown[0]!r} in "
                 f"{ids.name}); the index is damaged: rebuild it with `tiny-graphrag build ... --force`"

@@ -164,8 +164,7 @@ def _subset_compatible(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
 def _classes(keys: Sequence[str], core: Callable[[str], tuple[str, ...]]) -> dict[tuple[str, ...], list[str]]:
     out: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for k in keys:
-        c = core(k)
-        if c:
+        if c := core(k):
             out[c].append(k)
     return out
 
@@ -247,8 +246,7 @@ def _spelling_links(keys: Sequence[str], threshold: float) -> list[_Link]:
     # similar names ("john smith", "jon smith", "joan smith") stays apart.
     partners: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for a, b in sorted(_spelling_candidates(keys)):
-        ratio = _near_identical(a, b, threshold)
-        if ratio is not None:
+        if (ratio := _near_identical(a, b, threshold)) is not None:
             partners[a].append((b, ratio))
             partners[b].append((a, ratio))
     for a in sorted(partners):

@@ -43,8 +43,7 @@ def view_data(store: IndexStore, *, level: int = 0, top: int = 200, community: s
     at_level = [c for c in coms if c.level == level]
     keys = list(graph.nodes)
     if community is not None:
-        chosen = next((c for c in coms if c.id == community), None)
-        if chosen is None:
+        if (chosen := next((c for c in coms if c.id == community), None)) is None:
             raise InputError(
                 f"no community '{community}' in {store.path}; its communities at level {level}: "
                 f"{listing(c.id for c in at_level)}"

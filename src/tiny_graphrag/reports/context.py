@@ -110,8 +110,7 @@ class _Builder:
     def _edge_source(self, e: Edge) -> tuple[int, tuple[int, int]] | None:
         """The first supporting chunk we have text for, and the span to quote from it."""
         for _doc, chunk_id, start, end in self.graph.edges[e].get("provenance") or ():
-            source = self.sources.get(chunk_id)
-            if source is None:
+            if (source := self.sources.get(chunk_id)) is None:
                 continue
             text, span = source.text, None
             # Provenance offsets are document-level; the chunk's own start turns them into chunk offsets.
@@ -187,8 +186,7 @@ class _Builder:
                 d = self.graph.edges[e]
                 payload = (self.edge_hid(e), self._name(e[0]), self._name(e[1]), str(d.get("label", e[2])))
                 edges.append((row(*payload, _mentions(d.get("weight", 1))), payload))
-                src = self._edge_source(e)
-                if src is not None:
+                if (src := self._edge_source(e)) is not None:
                     spans.setdefault(src[0], []).append(src[1])
         snippets = {sid: self._snippet(sid, s) for sid, s in spans.items()}
         return [
@@ -225,8 +223,7 @@ class _Builder:
         """The context of the longest prefix of `units` that fits (None if not even the first does).
 
         A longer prefix never has a shorter prompt, so the longest one is found by bisection."""
-        best = self.render(units, self.budget)
-        if best is not None:
+        if (best := self.render(units, self.budget)) is not None:
             return best
         k = longest_fit(len(units) - 1, lambda m: self.render(units[:m], self.budget) is not None)
         return self.render(units[:k], self.budget) if k else None

@@ -86,15 +86,13 @@ def parse_report_json(text: str, *, truncated: bool = False) -> tuple[dict, bool
     """(report dict, repaired?) from model output; a truncated text is closed after its last
     complete member, dropping an unfinished finding. None when nothing valid can be recovered."""
     if not truncated:
-        valid = validate_report(_loads_object(text))
-        if valid is not None:
+        if (valid := validate_report(_loads_object(text))) is not None:
             return valid, False
     start = text.find("{")
     if start < 0:
         return None
     for candidate in _closing_candidates(text[start:]):
-        valid = validate_report(_loads_object(candidate))
-        if valid is not None:
+        if (valid := validate_report(_loads_object(candidate))) is not None:
             return valid, True
     return None
 

@@ -143,9 +143,8 @@ class SearchRun:
         room = self.n_ctx - max_tokens - fixed - CHAT_TEMPLATE_MARGIN
         if room < MIN_CONTEXT_TOKENS:
             # the query's tokens, as often as the prompt quotes it (the map prompt does twice)
-            query = self.counter(self.query) * max(
-                1, sum(str(m["content"]).count(self.query) for m in messages) if self.query else 0
-            )
+            quoted = sum(str(m["content"]).count(self.query) for m in messages) if self.query else 0
+            query = self.counter(self.query) * max(1, quoted)
             # name the cause: a long query, or a window too small for even a short one
             long_query = room + query >= MIN_CONTEXT_TOKENS + 16  # a short (16-token) query would fit
             cause = "the query is too long" if long_query else f"n_ctx={self.n_ctx} is too small for any query"
@@ -298,13 +297,10 @@ class SearchRun:
         something the question does not and that the `shown` sentences hold (the first sampled among equals), else the
         echo (refused). Seeded per sample, so the same question gets the same answer, and the call cache replays it."""
         meter, kept, prompt, completion = CallMeter(self.llm), [], 0, 0
+        grammar, max_tokens = READER_GRAMMARS["factoid"], READER_MAX_TOKENS["factoid"]
         for seed in range(1, self.evidence.echo_samples + 1):
             out = self.llm.complete(
-                messages,
-                grammar=READER_GRAMMARS["factoid"],
-                max_tokens=READER_MAX_TOKENS["factoid"],
-                temperature=SAMPLE_TEMPERATURE,
-                seed=seed,
+                messages, grammar=grammar, max_tokens=max_tokens, temperature=SAMPLE_TEMPERATURE, seed=seed
             )
             prompt, completion = prompt + out.prompt_tokens, completion + out.completion_tokens
             answer = clean_answer(out.text)

@@ -208,8 +208,7 @@ class QueryEngine:
         the documents that have them. A bad query or an unknown `where` key fails here, before any model loads."""
         query, where = check_query(query), where_filter(where or {})
         keys = self.store.metadata_keys() if where else []
-        unknown = [k for k in where if k not in keys]
-        if unknown:
+        if unknown := [k for k in where if k not in keys]:
             has = f"its documents' keys are {listing(keys)}" if keys else "its documents have no metadata"
             escape = "; on the command line, write a key's = as \\=" if any("=" in k for k in keys) else ""
             raise InputError(

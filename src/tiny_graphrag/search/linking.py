@@ -64,8 +64,7 @@ class EntityLinker:
                 norm = normalize_name(phrase)
                 if not _is_linkable(norm):
                     continue
-                key = self.by_name.get(norm)
-                if key is not None:
+                if (key := self.by_name.get(norm)) is not None:
                     used[i : i + n] = [True] * n
                     found.setdefault(key, LinkedEntity(key, 1.0, "exact", phrase))
         return list(found.values())

@@ -154,8 +154,7 @@ class ServedIndex:
 
     def report(self, community_id: str) -> dict:
         index = self.engine.index
-        community = next((c for c in index.communities if c.id == community_id), None)
-        if community is None:
+        if (community := next((c for c in index.communities if c.id == community_id), None)) is None:
             raise NotFound(f"no community '{community_id}' in index '{self.name}' (see its communities)")
         r = index.reports_by_community.get(community_id)
         return {

@@ -108,8 +108,7 @@ def read_file(
 ) -> list[Document]:
     """The documents of one file; `known` ((source, file sha256) -> documents) spares reading an
     unchanged document file again. An InputError names the file and the fix."""
-    kind = kind_of(path)
-    if kind is None:
+    if (kind := kind_of(path)) is None:
         raise InputError(
             f"{path}: not a format tiny-graphrag reads (unsupported file type; it reads "
             f"{', '.join(sorted(READERS))}): convert it to one of them, or leave it out of the inputs"

@@ -91,8 +91,7 @@ def read(path: Path, data: bytes, config: DocumentsConfig, notes: list[str], kin
     columns = list(dict.fromkeys(k for r in rows for k in r))
     text_cols = config.text_columns or ("text",)
     wanted = [*text_cols, *([config.title_column] if config.title_column else [])]
-    missing = [c for c in wanted if c not in columns]
-    if missing:
+    if missing := [c for c in wanted if c not in columns]:
         raise InputError(
             f"{path} has no column {', '.join(map(repr, missing))}; its columns are {listing(columns, 30)}. To fix: "
             "name the text column(s) with --text-column (repeatable) and the title with --title-column "
