@@ -101,13 +101,14 @@ def constrained(model: Any, examples: list[Example], labels: list[str], at: floa
     for k in range(0, len(examples), 8):
         exs = [replace(ex, relations=()) for ex in examples[k : k + 8]]
         spans = [[(e.first, e.last, e.label) for e in ex.entities] for ex in exs]
-        for ex, rels, sp in zip(exs, glirel_relations(model, [list(x.tokens) for x in exs], spans, labels, at), spans):
-            label_of = {(f, t): lab for f, t, lab in sp}
+        found = glirel_relations(
+            model, [list(x.tokens) for x in exs], spans, labels, at, lambda lab, h, t: (h, t) in allowed.get(lab, ())
+        )
+        for ex, rels in zip(exs, found):
             where = {(e.first, e.last): n for n, e in enumerate(ex.entities)}
             best: dict[tuple[int, int], Relation] = {}
             for h, t, lab, score in sorted(rels, key=lambda r: (-r[3], r[2])):
-                if (label_of[h], label_of[t]) in allowed.get(lab, ()):
-                    best.setdefault((where[h], where[t]), Relation(where[h], where[t], lab, score))
+                best.setdefault((where[h], where[t]), Relation(where[h], where[t], lab, score))
             out.append(replace(ex, relations=tuple(best.values())))
     return out
 

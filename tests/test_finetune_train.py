@@ -111,6 +111,12 @@ def test_training_tiny_glirel_improves_relation_f1(tiny_models_dir, data, tmp_pa
     moved = tmp_path / "elsewhere"
     (tmp_path / "r").rename(moved)
     assert evaluate_glirel(moved, test) == after
+    # none of the data's labels stands both ways round: all are recorded as directed, and a margin in the model's
+    # config (the starter's recipe sets one) drops what GLiREL scores about alike both ways: with 1.0, everything
+    config = json.loads((moved / "glirel_config.json").read_text(encoding="utf-8"))
+    assert config["directed_labels"] == ["born in", "educated at", "located in", "works for"]
+    (moved / "glirel_config.json").write_text(json.dumps({**config, "direction_margin": 1.0}), encoding="utf-8")
+    assert after.f1 > 0 and evaluate_glirel(moved, test).f1 == 0
 
 
 def test_cli_finetune_and_evaluate_in_process(tiny_models_dir, data, tmp_path, capsys):

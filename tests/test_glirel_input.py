@@ -53,3 +53,54 @@ def test_typed_markers_put_each_type_before_its_mention_and_map_back():
     assert found == [[((0, 0), (3, 5), "educated at", 0.9)]]  # in the caller's words again
     # a text with fewer than two distinct spans is not sent
     assert glirel_relations(model, [WORDS], [[SPANS[0], SPANS[0]]], ["x"], 0.5) == [[]]
+
+
+class BothWays(RecordingGlirel):
+    """Scores every label both ways between the first two spans: `scores[label]` = (forward, backward)."""
+
+    def __init__(self, scores: dict[str, tuple[float, float]], **config: object) -> None:
+        super().__init__(**config)
+        self.scores = scores
+        self.thresholds: list[float] = []
+
+    def batch_predict_relations(self, words, labels, threshold, ner, top_k):
+        self.thresholds.append(threshold)
+        (h0, h1, *_), (t0, t1, *_) = ner[0][0], ner[0][1]
+        a, b = [h0, h1 + 1], [t0, t1 + 1]
+        found = []
+        for label in labels:
+            fwd, back = self.scores[label]
+            found += [{"head_pos": a, "tail_pos": b, "label": label, "score": fwd}] * (fwd >= threshold)
+            found += [{"head_pos": b, "tail_pos": a, "label": label, "score": back}] * (back >= threshold)
+        return [found]
+
+
+PEOPLE = [(0, 0, "person"), (3, 3, "person")]
+
+
+def test_a_directed_label_scored_alike_both_ways_is_dropped_and_one_clearly_one_way_kept():
+    scores = {"child": (0.52, 0.52), "father": (0.9, 0.45), "spouse": (0.7, 0.68), "mother": (0.6, 0.3)}
+    labels = sorted(scores)
+    model = BothWays(scores, directed_labels=["child", "father", "mother"], direction_margin=0.15)
+    (found,) = glirel_relations(model, [WORDS], [PEOPLE], labels, 0.5)
+    a, b = (0, 0), (3, 3)
+    # child: either way within 0.15, both dropped; father: its reverse (0.45) is asked for (threshold less the
+    # margin), within 0.15 of 0.9 it is not, so the forward one stays; spouse is not directed: both kept
+    assert sorted(found) == [
+        (a, b, "father", 0.9),
+        (a, b, "mother", 0.6),
+        (a, b, "spouse", 0.7),
+        (b, a, "spouse", 0.68),
+    ]
+    assert model.thresholds == [0.5 - 0.15]
+    # a reverse the schema rules out says nothing of the direction: child from b to a not allowed, a to b is kept
+    allows = lambda label, head, tail: not (label == "child" and head == "other")  # noqa: E731
+    typed = [(0, 0, "person"), (3, 3, "other")]
+    (found,) = glirel_relations(
+        BothWays(scores, directed_labels=["child"], direction_margin=0.15), [WORDS], [typed], ["child"], 0.5, allows
+    )
+    assert found == [(a, b, "child", 0.52)]
+    # without the fields (a published GLiREL, or a starter trained before them) nothing is dropped or asked lower
+    plain = BothWays(scores)
+    (found,) = glirel_relations(plain, [WORDS], [PEOPLE], labels, 0.5)
+    assert len(found) == 6 and plain.thresholds == [0.5]

@@ -207,8 +207,7 @@ def _token_spans(
     starts, ends = [s for s, _ in words], [e for _, e in words]
     spans: dict[tuple[int, int], EntityMention] = {}
     for m in mentions:
-        span = token_span(starts, ends, m)
-        if span is not None:
+        if (span := token_span(starts, ends, m)) is not None:
             spans.setdefault(span, m)
     return spans
 
@@ -266,7 +265,7 @@ class GlirelRelations:
             sent = all_spans
         tokens = [[texts[i][s:e] for s, e in words[i]] for i in index]
         spans = [[(s, e, m.type) for (s, e), m in sorted(sent[i].items())] for i in index]
-        found_per_text = glirel_relations(model, tokens, spans, self.labels, self.threshold)
+        found_per_text = glirel_relations(model, tokens, spans, self.labels, self.threshold, self.schema.allows)
         # GLiREL's own max_entity_pair_distance keeps every pair in one direction whatever their
         # distance (its coreference pairs): a model trained on sentences then links mentions far apart
         far = getattr(model.config, "max_entity_pair_distance", None)

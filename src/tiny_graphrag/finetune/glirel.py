@@ -7,6 +7,7 @@ import argparse
 import json
 import logging
 import shutil
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -136,6 +137,17 @@ def predict(
     return out
 
 
+def directed_labels(train: Sequence[Example], base: Path) -> list[str]:
+    """The labels whose triples in `train` seldom also stand the other way round (child, not spouse), and the base's
+    own for labels `train` lacks: where GLiREL scores a pair alike both ways, it does not know their direction."""
+    have = [{(r.head, r.tail, r.label) for r in ex.relations} for ex in train]
+    total = Counter(label for triples in have for _, _, label in triples)
+    both = Counter(label for triples in have for h, t, label in triples if (t, h, label) in triples)
+    f = base / "glirel_config.json"
+    old = json.loads(f.read_text(encoding="utf-8")).get("directed_labels") or [] if f.is_file() else []
+    return sorted({x for x in old if x not in total} | {x for x, n in total.items() if both[x] < n / 2})
+
+
 def typed_markers(ex: Example) -> Example:
     """The example as a model trained with typed markers reads it (glirel_input.mark_types)."""
     ex = _dedupe(ex)
@@ -203,5 +215,6 @@ def finetune_glirel(
     entities or more), keep the checkpoint with the best relation F1 on `dev`, save to `out`."""
     train = [p for ex in train if (p := pairable(ex, settings.max_words)) is not None]
     dev = [p for ex in dev or [] if (p := pairable(ex, settings.max_words)) is not None] or None
+    overrides = {"directed_labels": directed_labels(train, base), **(overrides or {})}
     load = partial(load_base, base, settings.device, overrides=overrides)
     return train_and_save(GlirelTrainable, load, base, train, dev, out, settings, extra_info)

@@ -88,11 +88,13 @@ RECIPE: dict[str, Any] = {
         # fields of the GLiREL config. Focal loss (as GLiNER's): with BCE, the few positive pairs among ~30 pairs x 12
         # labels per sentence were drowned and dev F1 stayed at 1.6 after 400 steps (10.6 with focal loss). The pair
         # distance is the training sentences' length: the extractor reads chunks of several sentences, and pairs further
-        # apart were never seen. typed_markers and prompt_labels are ours (extract/glirel_input.py).
+        # apart were never seen. typed_markers, prompt_labels and direction_margin (chosen on dev) are ours
+        # (extract/glirel_input.py).
         "config": {
             "num_train_rel_types": 12,
             "prompt_labels": 12,
             "typed_markers": True,
+            "direction_margin": 0.15,
             "hidden_size": 192,
             "loss_func": "focal_loss",
             "alpha": 0.75,
