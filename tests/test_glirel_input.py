@@ -104,3 +104,17 @@ def test_a_directed_label_scored_alike_both_ways_is_dropped_and_one_clearly_one_
     plain = BothWays(scores)
     (found,) = glirel_relations(plain, [WORDS], [PEOPLE], labels, 0.5)
     assert len(found) == 6 and plain.thresholds == [0.5]
+
+
+def test_directed_labels_come_from_the_training_pairs_and_the_base_keeps_its_own(tmp_path):
+    from tiny_graphrag.finetune.data import Example, Relation, Span
+    from tiny_graphrag.finetune.glirel import directed_labels
+
+    people = (Span(0, 0, "person"), Span(3, 3, "person"))
+    both_ways = Example(tuple(WORDS), people, (Relation(0, 1, "spouse"), Relation(1, 0, "spouse")))
+    one_way = Example(tuple(WORDS), people, (Relation(0, 1, "child"), Relation(0, 1, "spouse")))
+    # spouse stands reversed in 2 of its 3 triples: not directed; child never does
+    assert directed_labels([both_ways, one_way], tmp_path) == ["child"]
+    # a base's own record counts for the labels this data lacks, not for those it has
+    (tmp_path / "glirel_config.json").write_text('{"directed_labels": ["father", "spouse"]}', encoding="utf-8")
+    assert directed_labels([both_ways, one_way], tmp_path) == ["child", "father"]
