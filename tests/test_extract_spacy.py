@@ -205,3 +205,26 @@ def test_relation_types_spacy_can_never_find_are_an_error_naming_them(tmp_path):
         make_extractor(schema, spacy_config(), tmp_path)
     # with a spaCy label mapped onto Date it can be found
     make_extractor(schema, spacy_config(spacy_label_map={**DEFAULT_SPACY_LABEL_MAP, "DATE": "Date"}), tmp_path)
+
+
+def test_a_one_way_label_glirel_scores_alike_both_ways_is_dropped_unless_the_schema_rules_the_reverse_out(
+    tiny_models_dir, tmp_path
+):
+    """The direction check (extract/glirel_input.py) through the extractor with a real GLiREL: a margin of 1.0 makes
+    every triple whose reverse the schema allows unsure, so only those whose reverse it rules out stay."""
+    import shutil
+
+    schema = Schema.preset("general")
+    (plain,) = make_extractor(schema, spacy_config(relation_threshold=0.0), tiny_models_dir).extract([chunk()])
+    reverse_allowed = [r for r in plain.relations if schema.allows(r.label, r.tail.type, r.head.type)]
+    reverse_ruled_out = [r for r in plain.relations if not schema.allows(r.label, r.tail.type, r.head.type)]
+    assert reverse_allowed and reverse_ruled_out  # the check has something to drop and something to keep
+    model = tmp_path / "directed-glirel"
+    shutil.copytree(tiny_models_dir / TINY_GLIREL, model)
+    config = json.loads((model / "glirel_config.json").read_text(encoding="utf-8"))
+    config.update(directed_labels=list(schema.relation_labels), direction_margin=1.0)
+    (model / "glirel_config.json").write_text(json.dumps(config), encoding="utf-8")
+    config = spacy_config(relation_threshold=0.0, glirel_model=str(model))
+    (res,) = make_extractor(schema, config, tiny_models_dir).extract([chunk()])
+    assert res.relations
+    assert all(not schema.allows(r.label, r.tail.type, r.head.type) for r in res.relations)

@@ -118,3 +118,6 @@ def test_directed_labels_come_from_the_training_pairs_and_the_base_keeps_its_own
     # a base's own record counts for the labels this data lacks, not for those it has
     (tmp_path / "glirel_config.json").write_text('{"directed_labels": ["father", "spouse"]}', encoding="utf-8")
     assert directed_labels([both_ways, one_way], tmp_path) == ["child", "father"]
+    # an unreadable config is not this function's to report (loading the base next refuses it with the fix)
+    (tmp_path / "glirel_config.json").write_text("{not json", encoding="utf-8")
+    assert directed_labels([both_ways, one_way], tmp_path) == ["child"]

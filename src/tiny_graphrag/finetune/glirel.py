@@ -143,8 +143,10 @@ def directed_labels(train: Sequence[Example], base: Path) -> list[str]:
     have = [{(r.head, r.tail, r.label) for r in ex.relations} for ex in train]
     total = Counter(label for triples in have for _, _, label in triples)
     both = Counter(label for triples in have for h, t, label in triples if (t, h, label) in triples)
-    f = base / "glirel_config.json"
-    old = json.loads(f.read_text(encoding="utf-8")).get("directed_labels") or [] if f.is_file() else []
+    try:  # none (an encoder folder) or unreadable: loading the base next says so, with the fix
+        old = json.loads((base / "glirel_config.json").read_text(encoding="utf-8")).get("directed_labels") or []
+    except (OSError, ValueError, AttributeError):
+        old = []
     return sorted({x for x in old if x not in total} | {x for x, n in total.items() if both[x] < n / 2})
 
 
