@@ -634,3 +634,39 @@ def test_frozen_encoder_layers_train_in_eval_mode(tiny_models_dir, data, tmp_pat
         _settings(max_steps=4, eval_every=2, freeze_layers=1),
     )
     assert seen == [(False, True)] * 4
+
+
+@pytest.mark.parametrize(
+    ("all_labels", "examples", "every"), [(True, 200, True), (True, 40, False), (False, 200, False)]
+)
+def test_each_example_is_asked_every_type_of_the_data_unless_sampled_as_the_starter_trains(
+    tiny_models_dir, data, tmp_path, monkeypatch, all_labels, examples, every
+):
+    """Fine-tuning on 50 examples or more asks each example every entity type of the training and eval data, as the
+    extractor asks a schema's (not a base's type the data lacks: its unlabelled mentions would teach the model to miss
+    it); on fewer, and in the starter's recipe, GLiNER's sampled negatives (own types and a random few others, the
+    base's too)."""
+    import shutil
+
+    from tiny_graphrag.finetune import gliner
+
+    base = tmp_path / "base"
+    shutil.copytree(tiny_models_dir / "tiny-gliner", base)
+    write_trained_labels(base, "gliner", ["drug", "person"])
+    asked: list[tuple[list[str], list[str]]] = []
+
+    def spy(rng, own, pool, negatives, cap):
+        labels = loop.sample_labels(rng, own, pool, negatives, cap)
+        asked.append((sorted(set(own)), sorted(labels)))
+        return labels
+
+    monkeypatch.setattr(gliner, "sample_labels", spy)
+    train, dev = read_examples(data["train"])[:examples], read_examples(data["dev"])
+    finetune_gliner(base, train, dev, tmp_path / "m", _settings(max_steps=6, all_labels=all_labels))
+    assert len(asked) == 6 * 8  # every example of 6 steps of 8
+    all_types = ["location", "organization", "person"]
+    if every:
+        assert all(labels == all_types for _, labels in asked)
+    else:
+        assert all(set(own) <= set(labels) for own, labels in asked)
+        assert any(labels != all_types for _, labels in asked)  # some asked fewer, or "drug"

@@ -88,12 +88,11 @@ class GlinerTrainable(Trainable):
 
     def loss(self, batch: Sequence[Example]) -> torch.Tensor:
         data = [to_gliner(ex.cut(self.settings.max_words)) for ex in batch]
-        for d in data:  # as GLiNER's collator: own types, len(ner) x U(0, max_neg_type_ratio) others
-            ratio = self.rng.randint(0, int(self.model.config.max_neg_type_ratio or 0))
-            own = [e[-1] for e in d["ner"]]
-            d["ner_labels"] = sample_labels(
-                self.rng, own, self.labels, len(own) * ratio, int(self.model.config.max_types)
-            )
+        every, cap = self.every, int(self.model.config.max_types)
+        for d in data:  # own types and others: all the data's (every), or as GLiNER's collator samples them
+            own, neg = [e[-1] for e in d["ner"]], int(self.model.config.max_neg_type_ratio or 0)
+            many = len(self.scored) if every else len(own) * self.rng.randint(0, neg)  # len(ner) x U(0, ratio)
+            d["ner_labels"] = sample_labels(self.rng, own, self.scored if every else self.labels, many, cap)
         inputs = self.collate(data)
         inputs = {k: (v.to(self.settings.device) if hasattr(v, "to") else v) for k, v in inputs.items()}
         return self.model(**inputs, alpha=self.settings.focal_alpha, gamma=self.settings.focal_gamma).loss

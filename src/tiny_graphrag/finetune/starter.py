@@ -167,6 +167,7 @@ def _settings(part: dict[str, Any], progress: bool) -> TrainSettings:
     return TrainSettings(
         epochs=1000.0,  # max_steps decides
         threshold=part.get("eval_threshold", 0.5),
+        all_labels=part.get("all_labels", False),  # recipes up to 7 trained GLiNER with sampled negative types
         progress=progress,
         **{name: part[name] for name in names},
     )
