@@ -60,7 +60,7 @@ def finetune(
     eval_data: str | os.PathLike[str] | None = None,
     epochs: float = 3.0,
     batch_size: int = 8,
-    lr: float = 1e-4,
+    lr: float | None = None,
     min_steps: int = 200,
     max_steps: int | None = None,
     freeze_layers: int | None = None,

@@ -22,8 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def load_base(
     base: Path, device: str = "cpu", *, rnn_layers: int = 1, max_width: int = 12, hidden_size: int | None = None
 ) -> Any:
-    """A GLiNER to train: a GLiNER folder as it is, or a new GLiNER on a transformers encoder folder
-    (its span and label layers start random, the encoder keeps its pretrained weights)."""
+    """A GLiNER to train: a GLiNER folder as it is, or a new one on an encoder folder (its new layers start random)."""
     gliner = require("gliner", "gliner", "GLiNER fine-tuning")
     base = Path(base)
     with loading("gliner", base, device):
@@ -81,6 +80,7 @@ class GlinerTrainable(Trainable):
     """A GLiNER model as the training loop sees it."""
 
     kind, evaluator, encoder_at = "GLiNER", evaluate_gliner, "model.token_rep_layer.bert_layer.model"
+    wide = (5e-5, 2)  # all but the lowest 2 (the starter's top 4 of 6): RESULTS.md, "More of the encoder"
 
     def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]):
         super().__init__(model, settings, labels)

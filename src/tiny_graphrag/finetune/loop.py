@@ -15,7 +15,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -45,10 +45,8 @@ BASE_FIX = (
 class TrainSettings(Checked):
     epochs: float = allowed(3.0, "(0, 10000]")  # passes over the training set (a fraction stops early)
     batch_size: int = allowed(8, ">= 1")
-    # chosen on the held-out domain's dev sentences (bench/RESULTS.md, "Domain adaptation"): the starter
-    # fine-tuned on 100 sentences of a type it never saw learns it at 1e-4 (x30 on top) in 200 steps;
-    # 5e-5 (x20) or 100 steps leave its scores below the 0.5 threshold, 2e-4 overshoots
-    lr: float = allowed(1e-4, "(0, 1]")  # learning rate of the encoder's trainable layers
+    # encoder lr; None: 1e-4 (5e-5 left a new type's scores below 0.5, 2e-4 overshot), or Trainable.wide's
+    lr: float | None = allowed(None, "(0, 1] or None")
     head_lr: float | None = allowed(None, "(0, 1] or None")  # of the layers on top (default 30 x lr)
     # a few hundred labelled examples still get this many steps (more passes)
     min_steps: int = allowed(200, ">= 0")
@@ -68,8 +66,12 @@ class TrainSettings(Checked):
     all_labels: bool = True  # GLiNER asks each example all the data's types (from 50 examples); False: samples them
     progress: bool = True
 
+    @property
+    def encoder_lr(self) -> float:
+        return 1e-4 if self.lr is None else self.lr
+
     def as_dict(self) -> dict[str, object]:
-        d = asdict(self)
+        d = asdict(self) | {"lr": self.encoder_lr}
         d.pop("progress")
         return d
 
@@ -89,12 +91,12 @@ class TrainResult:
 
 
 class Trainable(ABC):
-    """A model whose pretrained encoder sits under new layers (GLiNER, GLiREL), as the loop sees it:
-    the lower encoder layers frozen, the encoder and the new layers at their own learning rates."""
+    """GLiNER or GLiREL as the loop sees it: lower encoder layers frozen, encoder and new layers at their own rates."""
 
     kind: ClassVar[str]  # "GLiNER" or "GLiREL"
     evaluator: ClassVar[Evaluator]  # its predictions and their score
     encoder_at: ClassVar[str]  # where the pretrained encoder sits in the model
+    wide: ClassVar[tuple[float, int] | None] = None  # lr and frozen layers when each example is asked every type
 
     def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]) -> None:
         self.model, self.settings, self.labels = model, settings, list(labels)
@@ -147,19 +149,21 @@ def train_and_save(
     settings: TrainSettings,
     extra_info: dict[str, object] | None = None,
 ) -> TrainResult:
-    """Train the model `load` makes from `base` on `train` (seeded, the caller's random state
-    untouched), keep the checkpoint with the best F1 on `dev` and write it to `out`, with
-    the labels it knows (its data's and those `base` was trained on) and how it was trained."""
+    """Train the model `load` makes from `base` on `train` (seeded), keep the checkpoint with the best F1 on `dev`
+    and write it to `out` with the labels it knows (its data's and `base`'s) and how it was trained."""
     with written_aside(out) as folder:
         with seeded(settings.seed):  # a new model's layers start random: the same start in every process
             model = load()
         labels = sorted(set(trainable.evaluator.labels(train)) | set(trained_labels(base) or []))
+        every = settings.all_labels and len(train) >= 50  # with fewer, a dev set lost F1 by it (RESULTS.md)
+        if every and trainable.wide and settings.lr is None and settings.freeze_layers is None:
+            settings = replace(settings, lr=trainable.wide[0], freeze_layers=trainable.wide[1])
         tr = trainable(model, settings, labels)
         # scored over the data's labels, as `models evaluate` does: a base's other labels (unlabelled in a new domain's
         # data) made every find of theirs count as wrong and chose an early checkpoint (RESULTS.md, "Several new types")
         in_data = {*trainable.evaluator.labels(train), *trainable.evaluator.labels(dev or ())}
         tr.scored = [x for x in labels if x in in_data] or labels  # data without labels: all the model knows
-        tr.every = settings.all_labels and len(train) >= 50  # with fewer, a dev set lost F1 by it (RESULTS.md)
+        tr.every = every
         with seeded(settings.seed):
             result = train_loop(tr, train, dev, settings, desc=f"fine-tuning {tr.kind}")
         tr.save(folder, base)
@@ -183,9 +187,8 @@ def train_and_save(
 
 def sample_labels(rng: random.Random, own: Sequence[str], pool: Sequence[str], negatives: int, cap: int) -> list[str]:
     """The labels one example is trained against: its own and up to `negatives` others from `pool`, shuffled, at most
-    `cap`. GLiNER's and GLiREL's collators sample these through a `set`, whose order changes with each process's string
-    hashing, so one seed trained differently from one run to the next (the starter's GLiREL dev F1 moved from 20.9 to
-    6.0); we pass them in, drawn from a seeded generator."""
+    `cap`. GLiNER's and GLiREL's collators sample them through a `set`, whose order changes with each process's string
+    hashing (one seed trained differently from run to run); we pass them in, drawn from a seeded generator."""
     own = sorted(set(own))
     others = [x for x in pool if x not in own]
     labels = own + rng.sample(others, max(0, min(len(others), negatives)))
@@ -195,10 +198,9 @@ def sample_labels(rng: random.Random, own: Sequence[str], pool: Sequence[str], n
 
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:
-    """Every generator training draws from seeded with `seed`, and given back as it was afterwards: the caller's random
-    state is untouched. Python's and numpy's too, because GLiNER's and GLiREL's collators sample negative labels with
-    `random`; torch's because a new model's layers start from it, and this torch starts each process with a random seed
-    (a starter built from an encoder came out different in every process)."""
+    """Every generator training draws from seeded with `seed`, and given back as it was afterwards. Python's and
+    numpy's too (GLiNER's and GLiREL's collators sample negative labels with `random`); torch's because a new model's
+    layers start from it, and this torch starts each process with a random seed."""
     import numpy as np
     import torch
 
@@ -215,8 +217,7 @@ def seeded(seed: int) -> Iterator[None]:
 
 
 def freeze_lower_layers(encoder: torch.nn.Module, freeze: int | None) -> int:
-    """Freeze the lowest `freeze` layers and the embeddings (default: all but the top 2); backward
-    then stops early, which is most of the time saved. Returns the layers frozen."""
+    """Freeze the lowest `freeze` layers and the embeddings (default: all but the top 2); returns the layers frozen."""
     layer_of = {n: int(m.group(1)) for n, _ in encoder.named_parameters() if (m := re.search(r"layer\.(\d+)\.", n))}
     n_layers = len(set(layer_of.values()))
     freeze = min(max(0, n_layers - 2) if freeze is None else freeze, n_layers)
@@ -257,8 +258,7 @@ def check_base(kind: str, base: Path) -> None:
 
 @contextmanager
 def loading(kind: str, base: Path, device: str) -> Iterator[None]:
-    """Around loading a `kind` model, or a new one on an encoder, from `base`: a folder that is neither
-    is refused first; a failure gets its cause's first line and the fix."""
+    """Around loading a `kind` model (or a new one on an encoder) from `base`: a failure gets its cause and the fix."""
     check_base(kind, base)
     try:
         yield
@@ -282,9 +282,8 @@ def batches(examples: Sequence[Example], batch_size: int, rng: random.Random) ->
 
 
 def best_threshold(model: Trainable, dev: Sequence[Example]) -> tuple[float, float]:
-    """The eval F1 at the best of THRESHOLDS, and that threshold (a tie: the higher one). A short run's
-    scores can sit below 0.5 (focal loss keeps them low): an F1 at 0.5 alone would score every
-    checkpoint 0, and the threshold is recorded with the model for the extractor to use."""
+    """The eval F1 at the best of THRESHOLDS, and that threshold (a tie: the higher one). A short run's scores can sit
+    below 0.5 (focal loss keeps them low); the threshold is recorded with the model for the extractor to use."""
     by_threshold = model.f1_by_threshold(dev)
     at = max(by_threshold, key=lambda t: (by_threshold[t], t))
     return by_threshold[at], at
@@ -306,8 +305,9 @@ def train_loop(
     if settings.max_steps is not None:
         total = min(total, settings.max_steps)
     every = settings.eval_every or per_epoch
-    head_lr = settings.head_lr if settings.head_lr is not None else 30 * settings.lr
-    optimizer = torch.optim.AdamW(model.parameters_for(settings.lr, head_lr), weight_decay=0.01)
+    lr = settings.encoder_lr
+    head_lr = settings.head_lr if settings.head_lr is not None else 30 * lr
+    optimizer = torch.optim.AdamW(model.parameters_for(lr, head_lr), weight_decay=0.01)
     schedule = get_linear_schedule_with_warmup(optimizer, int(settings.warmup * total), total)
     best_f1, best_step, best_state, threshold = None, 0, None, None
     history: list[dict[str, float]] = []
