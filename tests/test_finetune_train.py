@@ -707,3 +707,4 @@ def test_gliner_asked_every_type_trains_more_layers_at_a_lower_rate_unless_told(
     assert seen == {"freeze": freeze, "lr": lr, "head_lr": pytest.approx(30 * lr)}
     recorded = json.loads((tmp_path / "m" / "trained_labels.json").read_text())["settings"]
     assert (recorded["lr"], recorded["freeze_layers"]) == (lr, freeze)
+    assert recorded["all_labels"] is (examples >= 50)  # what the run did, not the option alone

@@ -88,7 +88,7 @@ class GlinerTrainable(Trainable):
 
     def loss(self, batch: Sequence[Example]) -> torch.Tensor:
         data = [to_gliner(ex.cut(self.settings.max_words)) for ex in batch]
-        every, cap = self.every, int(self.model.config.max_types)
+        every, cap = self.settings.all_labels, int(self.model.config.max_types)
         for d in data:  # own types and others: all the data's (every), or as GLiNER's collator samples them
             own, neg = [e[-1] for e in d["ner"]], int(self.model.config.max_neg_type_ratio or 0)
             many = len(self.scored) if every else len(own) * self.rng.randint(0, neg)  # len(ner) x U(0, ratio)

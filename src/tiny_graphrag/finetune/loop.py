@@ -100,7 +100,7 @@ class Trainable(ABC):
 
     def __init__(self, model: Any, settings: TrainSettings, labels: Sequence[str]) -> None:
         self.model, self.settings, self.labels = model, settings, list(labels)
-        self.scored, self.every = self.labels, False  # eval F1's labels; each example asked them all (train_and_save)
+        self.scored = self.labels  # the labels eval F1 is measured over (train_and_save: the data's own)
         self.encoder: torch.nn.Module = operator.attrgetter(self.encoder_at)(model)
         freeze_lower_layers(self.encoder, settings.freeze_layers)
         self.frozen = [m for m in self.encoder.modules() if {p.requires_grad for p in m.parameters()} == {False}]
@@ -155,15 +155,15 @@ def train_and_save(
         with seeded(settings.seed):  # a new model's layers start random: the same start in every process
             model = load()
         labels = sorted(set(trainable.evaluator.labels(train)) | set(trained_labels(base) or []))
-        every = settings.all_labels and len(train) >= 50  # with fewer, a dev set lost F1 by it (RESULTS.md)
-        if every and trainable.wide and settings.lr is None and settings.freeze_layers is None:
+        # asked every type from 50 examples (with fewer, a dev set lost F1 by it; RESULTS.md): recorded as it ran
+        settings = replace(settings, all_labels=settings.all_labels and len(train) >= 50)
+        if settings.all_labels and trainable.wide and settings.lr is None and settings.freeze_layers is None:
             settings = replace(settings, lr=trainable.wide[0], freeze_layers=trainable.wide[1])
         tr = trainable(model, settings, labels)
         # scored over the data's labels, as `models evaluate` does: a base's other labels (unlabelled in a new domain's
         # data) made every find of theirs count as wrong and chose an early checkpoint (RESULTS.md, "Several new types")
         in_data = {*trainable.evaluator.labels(train), *trainable.evaluator.labels(dev or ())}
         tr.scored = [x for x in labels if x in in_data] or labels  # data without labels: all the model knows
-        tr.every = every
         with seeded(settings.seed):
             result = train_loop(tr, train, dev, settings, desc=f"fine-tuning {tr.kind}")
         tr.save(folder, base)
