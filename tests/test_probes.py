@@ -130,6 +130,28 @@ def test_an_interrupted_build_resumes_from_the_index_cache(tmp_path):
     assert again.chunks_seen == 0 and calls["extraction"] == 0 and calls["extraction_cached"] == result.summary.chunks
 
 
+def test_a_new_release_extracts_again_what_an_older_one_cached(tmp_path, monkeypatch):
+    """The extraction cache beside an index survives rebuilds; a release may extract differently from the same models,
+    so a rebuild under another version of the library extracts every chunk again."""
+    from _fakes import KeywordExtractor
+
+    from tiny_graphrag import build_index
+    from tiny_graphrag.config import BuildConfig
+    from tiny_graphrag.extract import cached
+
+    texts = ["Barack Obama studied at Harvard. Obama lived in Chicago."]
+    schema = {"entity_types": ["Person", "Organization", "Location"], "relation_types": ["related to"]}
+    kwargs = dict(schema=schema, config=BuildConfig(reports=False), progress=False)
+    first = build_index(texts, tmp_path / "idx", extractor=KeywordExtractor(), **kwargs)
+    same = KeywordExtractor()
+    build_index(texts, tmp_path / "idx", extractor=same, **kwargs)
+    assert same.chunks_seen == 0  # the same release: every chunk from the cache
+    monkeypatch.setattr(cached, "VERSION", cached.VERSION + ".post1")
+    newer = KeywordExtractor()
+    result = build_index(texts, tmp_path / "idx", extractor=newer, **kwargs)
+    assert newer.chunks_seen == first.summary.chunks == result.summary.model_calls["extraction"]
+
+
 # ---- wrong 2: a string that looks like a path must exist ----------------------------------------
 @pytest.mark.parametrize("typo", ["my docs/notes.txt", "my notes.txt", "Our notes are in README.md"])
 def test_path_like_strings_must_exist_and_text_is_explicit(work, typo):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from tqdm import tqdm
 
+from tiny_graphrag.config import VERSION
 from tiny_graphrag.extract.base import Extractor
 from tiny_graphrag.index.cache import CallCache, cache_key
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
@@ -37,14 +38,13 @@ def extract_cached(
     progress: bool,
     executor: Executor | None = None,
 ) -> list[Extraction]:
-    fingerprint = repr(sorted(extractor.describe().items()))
+    fingerprint = repr(sorted(extractor.describe().items())) + VERSION  # a new release may extract differently
     keys = [cache_key("extract", fingerprint, c.text) for c in chunks]
     hits = [cache.get(key) for key in keys]
     found = {i: extraction_from_json(c.id, hit) for i, (c, hit) in enumerate(zip(chunks, hits)) if hit is not None}
     todo = [i for i in range(len(chunks)) if i not in found]
     calls["extraction_cached"], calls["extraction"] = len(found), len(todo)
-    # Extract in slices (or stream from the executor) so a crash keeps finished chunks in the cache.
-    step = 64
+    step = 64  # extracted in slices (or streamed from the executor) so a crash keeps finished chunks in the cache
     if executor is not None:
         done = ((todo[j], ex) for j, ex in executor.extract(extractor, [chunks[i] for i in todo]))
     else:
