@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 
 import networkx as nx
 import pytest
@@ -457,6 +458,22 @@ def test_the_readers_grammars_hold_a_real_model_to_the_form(smollm, form):
     assert form != "number" or any(c.isdigit() for c in text), text
     assert form != "number" or any(c.isdigit() for c in " ".join(text.split(" ")[:2])), text  # first or second word
     assert form != "yesno" or text in ("yes", "no"), text
+
+
+@pytest.mark.parametrize(
+    "ask",
+    ["Tell me everything about the history of Chicago.", "Describe Barack Obama's whole life in one long sentence."],
+)
+def test_a_reader_that_wants_an_eleventh_word_stops_instead_of_gluing_it_on(smollm, ask):
+    """The factoid grammar lets a space follow the 10th word, then only the end: a model writing on stops there. Before,
+    these prompts gave "innovation,ropolitics,,and,ofcourse,theft" and "past, aragently-touted,\xa0aragently-touted"."""
+    from tiny_graphrag.search.prompts import READER_GRAMMARS, READER_MAX_TOKENS
+
+    messages = [{"role": "user", "content": ask}]
+    text = smollm.complete(messages, grammar=READER_GRAMMARS["factoid"], max_tokens=READER_MAX_TOKENS["factoid"]).text
+    words = text.split()
+    assert len(words) == 10 and text.endswith(" "), text  # it wanted more, and stopped at the space
+    assert not re.search(r"[,.;:\xa0\u202f]\S", text) and all(len(w) <= 15 for w in words), text  # nothing glued on
 
 
 def test_a_calls_own_seed_is_in_its_key_and_reaches_only_backends_that_take_it():

@@ -56,11 +56,11 @@ READER_FORMS = {
     "number": "the answer only: a date, a year or a number from the passages",
 }
 READER_MAX_TOKENS = {"factoid": 32, "number": 64, "list": 120, "yesno": 2}
-# The answer's shape, enforced while it is decoded (llama.cpp's GBNF): one line of at most 10 words
-# (a 0.5B reader asked for "a few words" still wrote sentences restating the question), a list,
-# or yes/no. "[" never: it would start an id, which the reader is not asked for.
+# The answer's shape, enforced while it is decoded (llama.cpp's GBNF): one line of at most 10 words (a 0.5B reader asked
+# for "a few words" still wrote sentences restating the question), then at most a space (a reader wanting an 11th word
+# stops there instead of gluing it on: "KoreanConflict"), a list, or yes/no. "[" never: it would start an id.
 READER_GRAMMARS = {
-    "factoid": 'root ::= word (" " word){0,9}\nword ::= [^ \\t\\n\\[]+\n',
+    "factoid": 'root ::= word (" " word){0,9} " "?\nword ::= [^ \\t\\n\\[]+\n',
     "list": "root ::= [^\\[ \\t\\n] [^\\[\\n]*\n",
     "yesno": 'root ::= "yes" | "no"\n',
     # a date or a number: a word with a digit first or second ("2009", "August 4, 1961", "about 3 million", "the 15th
