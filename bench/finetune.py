@@ -39,7 +39,7 @@ from tiny_graphrag.extract.glirel_input import glirel_relations
 from tiny_graphrag.finetune import starter
 from tiny_graphrag.finetune.data import Example, Relation
 from tiny_graphrag.finetune.gliner import finetune_gliner
-from tiny_graphrag.finetune.gliner import load_base as load_gliner
+from tiny_graphrag.finetune.gliner import load_scored as load_gliner  # with its type head, as `models evaluate`
 from tiny_graphrag.finetune.gliner import predict as gliner_predict
 from tiny_graphrag.finetune.glirel import evaluate_glirel, finetune_glirel
 from tiny_graphrag.finetune.glirel import load_base as load_glirel

@@ -416,16 +416,16 @@ def test_dedupe_mentions_unit():
 
 
 def test_token_span_maps_partial_words():
-    from tiny_graphrag.extract.gliner import token_span, word_spans
+    from tiny_graphrag.extract.gliner import word_spans
+    from tiny_graphrag.finetune.data import char_to_words
 
     text = "Obama's U.S. visit"
     words = word_spans(text)
-    starts, ends = [s for s, _ in words], [e for _, e in words]
     assert [text[s:e] for s, e in words] == ["Obama", "'", "s", "U", ".", "S", ".", "visit"]
-    assert token_span(starts, ends, _m("Obama", "Person", 0)) == (0, 0)
-    assert token_span(starts, ends, _m("U.S.", "Location", 8)) == (3, 6)
-    assert token_span(starts, ends, _m("ama", "Person", 2)) == (0, 0)  # inside a word
-    assert token_span(starts, ends, EntityMention(" ", "X", 12, 13, 1.0)) is None  # whitespace only
+    assert char_to_words(words, 0, 5) == (0, 0)  # Obama
+    assert char_to_words(words, 8, 12) == (3, 6)  # U.S.
+    assert char_to_words(words, 2, 5) == (0, 0)  # "ama", inside a word
+    assert char_to_words(words, 12, 13) is None  # whitespace only
 
 
 # ---- dev models ---------------------------------------------------------------------------

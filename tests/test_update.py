@@ -317,6 +317,24 @@ def test_an_index_this_user_cannot_write_is_not_told_to_use_add_s_missing_out(ba
     assert "to add to or remove from this index, copy it to such a folder and update the copy" in err
 
 
+def test_an_index_that_recorded_the_old_entity_threshold_setting_is_still_updated(base_plain, docs, tmp_path):
+    """Up to 0.7.11 an index's settings held `config.extraction.entity_threshold` (0.5); the setting is now None (the
+    model's recorded threshold) and the extractor describes the one it uses, so that key no longer blocks an update."""
+    import json
+
+    out = _copy(base_plain, tmp_path)
+    data = json.loads((out / MANIFEST).read_text())
+    assert "config.extraction.entity_threshold" not in data["settings"]
+    data["settings"]["config.extraction.entity_threshold"] = 0.5
+    (out / MANIFEST).write_text(json.dumps(data))
+    result = build_index([docs / "c.txt"], out, config=NO_REPORTS, progress=False)
+    assert result.summary.changes["documents"] == {"added": 1, "removed": 0}
+    # a setting that still counts is still refused
+    other = BuildConfig(chunking=ChunkingConfig(max_tokens=30, overlap_tokens=0), extraction=NO_REPORTS.extraction)
+    with pytest.raises(ConfigError, match="chunking.max_tokens"):
+        build_index([docs / "c.txt"], out, config=other, progress=False)
+
+
 def test_build_over_an_index_syncs_changed_files_and_sync_removes_missing(base_plain, docs, tmp_path):
     out = _copy(base_plain, tmp_path)
     mine = tmp_path / "mine"

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from tiny_graphrag.errors import ConfigError
 
 # The library's version (pyproject.toml reads it from here); every index records the one that built it.
-VERSION = "0.7.11"
+VERSION = "0.7.12"
 
 
 T = TypeVar("T")
@@ -156,7 +156,7 @@ class ExtractionConfig(Checked):
     spacy_model: str = "en_core_web_sm"  # an installed spaCy package or a path
     # spaCy label -> user entity type; None means the built-in OntoNotes mapping for "general".
     spacy_label_map: dict[str, str] | None = None
-    entity_threshold: float = allowed(0.5, "[0, 1]")  # GLiNER's own recommended default
+    entity_threshold: float | None = allowed(None, "[0, 1] or None")  # None: the model's recorded one, else 0.5
     relation_threshold: float = allowed(0.5, "[0, 1]")
     batch_size: int = allowed(8, ">= 1")
     device: str | None = None  # None: CUDA -> MPS -> CPU

@@ -138,12 +138,7 @@ class Schema:
         try:
             raw = path.read_bytes().decode("utf-8-sig")
             if suffix == ".toml":
-                if sys.version_info >= (3, 11):
-                    import tomllib
-                else:  # pragma: no cover - Python 3.10: the same parser, as a package (a dependency there)
-                    import tomli as tomllib
-
-                data = tomllib.loads(raw)
+                data = read_toml(raw)
             elif suffix in (".yaml", ".yml"):
                 data = require("yaml", "yaml", "Reading YAML schemas").safe_load(raw)
             elif suffix == ".json":
@@ -167,7 +162,7 @@ class Schema:
                 + (f" (did you mean '{close[0]}'?)" if close else "")
                 + f"; presets: {', '.join(PRESETS)}, or a schema file (.toml/.yaml/.json)"
             )
-        return cls.from_dict(PRESETS[name], origin=f"preset '{name}'")
+        return cls.from_file(PRESET_DIR / f"{name}.toml")
 
     @classmethod
     def load(cls, spec: str | os.PathLike[str] | Mapping[str, Any] | Schema | None) -> Schema:
@@ -193,6 +188,15 @@ class Schema:
                 for r in self.relation_types
             },
         }
+
+
+def read_toml(text: str) -> dict[str, Any]:
+    """TOML text as a dict: the standard library's tomllib (Python 3.10: the same parser as a package, a dependency)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return dict(tomllib.loads(text))
 
 
 def _label(value: Any, origin: str, what: str) -> str:
@@ -234,68 +238,7 @@ def _validate(schema: Schema) -> None:
             )
 
 
-# Presets. "general" follows Tiny GraphRAG's default entity types.
-PRESETS: dict[str, dict[str, Any]] = {
-    "general": {
-        "name": "general",
-        "entity_types": ["Person", "Organization", "Location", "Product", "Concept"],
-        "relation_types": {
-            "works for": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
-            "member of": {"allowed_head": ["Person", "Organization"], "allowed_tail": ["Organization"]},
-            "founded": {"allowed_head": ["Person", "Organization"], "allowed_tail": ["Organization", "Product"]},
-            "located in": {"allowed_head": ["Organization", "Location"], "allowed_tail": ["Location"]},
-            "born in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
-            "lives in": {"allowed_head": ["Person"], "allowed_tail": ["Location"]},
-            "spouse of": {"allowed_head": ["Person"], "allowed_tail": ["Person"]},
-            "parent of": {"allowed_head": ["Person"], "allowed_tail": ["Person"]},
-            "educated at": {"allowed_head": ["Person"], "allowed_tail": ["Organization"]},
-            "leader of": {"allowed_head": ["Person"], "allowed_tail": ["Organization", "Location"]},
-            "produces": {"allowed_head": ["Organization"], "allowed_tail": ["Product"]},
-            "related to": {},
-        },
-    },
-    "biomedical": {
-        "name": "biomedical",
-        "entity_types": ["Disease", "Chemical", "Gene", "Protein", "Species", "Cell type", "Anatomy"],
-        "relation_types": {
-            "treats": {"allowed_head": ["Chemical"], "allowed_tail": ["Disease"]},
-            "causes": {"allowed_head": ["Chemical", "Gene", "Species"], "allowed_tail": ["Disease"]},
-            "associated with": {"allowed_head": ["Gene", "Protein"], "allowed_tail": ["Disease"]},
-            "interacts with": {
-                "allowed_head": ["Chemical", "Gene", "Protein"],
-                "allowed_tail": ["Chemical", "Gene", "Protein"],
-            },
-            "encodes": {"allowed_head": ["Gene"], "allowed_tail": ["Protein"]},
-            "expressed in": {"allowed_head": ["Gene", "Protein"], "allowed_tail": ["Cell type", "Anatomy"]},
-            "found in": {"allowed_head": ["Chemical", "Protein"], "allowed_tail": ["Species", "Anatomy"]},
-        },
-    },
-    "finance": {
-        "name": "finance",
-        "entity_types": ["Company", "Person", "Financial instrument", "Currency", "Country", "Regulator", "Money"],
-        "relation_types": {
-            "acquired": {"allowed_head": ["Company"], "allowed_tail": ["Company"]},
-            "invests in": {"allowed_head": ["Company", "Person"], "allowed_tail": ["Company", "Financial instrument"]},
-            "chief executive of": {"allowed_head": ["Person"], "allowed_tail": ["Company"]},
-            "headquartered in": {"allowed_head": ["Company", "Regulator"], "allowed_tail": ["Country"]},
-            "regulates": {"allowed_head": ["Regulator"], "allowed_tail": ["Company", "Financial instrument"]},
-            "issued": {"allowed_head": ["Company", "Country"], "allowed_tail": ["Financial instrument", "Currency"]},
-            "valued at": {"allowed_head": ["Company", "Financial instrument"], "allowed_tail": ["Money"]},
-        },
-    },
-    "geography": {
-        "name": "geography",
-        "entity_types": ["Country", "City", "Region", "River", "Mountain", "Person", "Organization"],
-        "relation_types": {
-            "capital of": {"allowed_head": ["City"], "allowed_tail": ["Country", "Region"]},
-            "located in": {
-                "allowed_head": ["City", "Region", "River", "Mountain", "Organization"],
-                "allowed_tail": ["Country", "Region"],
-            },
-            "borders": {"allowed_head": ["Country", "Region"], "allowed_tail": ["Country", "Region"]},
-            "flows through": {"allowed_head": ["River"], "allowed_tail": ["Country", "City", "Region"]},
-            "leader of": {"allowed_head": ["Person"], "allowed_tail": ["Country", "City", "Organization"]},
-            "born in": {"allowed_head": ["Person"], "allowed_tail": ["City", "Country"]},
-        },
-    },
-}
+# Presets: schema files shipped in presets/ (package data), readable as examples. "general" follows Tiny GraphRAG's
+# default entity types.
+PRESETS = ("general", "biomedical", "finance", "geography")
+PRESET_DIR = Path(__file__).parent / "presets"

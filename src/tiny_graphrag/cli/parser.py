@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     opt("llm.max_report_tokens", "output budget per community report", flag="--report-max-tokens")
     opt("llm.report_context_tokens", "context budget per community report (default: what --n-ctx leaves)")
     opt("llm.report_min_size", "communities of fewer entities get no report (default: 1, all)")
-    opt("extraction.entity_threshold", "minimum entity score, in [0, 1]")
+    opt("extraction.entity_threshold", "minimum entity score, in [0, 1] (default: the model's recorded one, else 0.5)")
     opt("extraction.relation_threshold", "minimum relation score, in [0, 1]")
     opt("chunking.max_tokens", "chunk size in word tokens")
     opt("chunking.overlap_tokens", "chunk overlap in word tokens, less than --max-tokens", _whole(0), "--overlap")

@@ -7,7 +7,6 @@ on first use, never at import time."""
 from __future__ import annotations
 
 import argparse
-import bisect
 import functools
 import json
 import logging
@@ -32,7 +31,9 @@ from tiny_graphrag.extract.base import (
 )
 from tiny_graphrag.extract.glirel_input import glirel_relations
 from tiny_graphrag.extract.runtime import Runtime, optimized, runtime_for
-from tiny_graphrag.finetune.labels import warn_zero_shot
+from tiny_graphrag.finetune.data import char_to_words
+from tiny_graphrag.finetune.labels import recorded_threshold, warn_zero_shot
+from tiny_graphrag.finetune.type_head import TypeHead, gliner_entities
 from tiny_graphrag.indexing.chunking import WORD_RE
 from tiny_graphrag.records import Chunk, EntityMention, Extraction, RelationMention
 from tiny_graphrag.schema import Schema
@@ -193,21 +194,13 @@ def word_spans(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in WORD_RE.finditer(text)]
 
 
-def token_span(starts: Sequence[int], ends: Sequence[int], mention: EntityMention) -> tuple[int, int] | None:
-    """Inclusive (first, last) indices of the words a mention overlaps, or None."""
-    first = bisect.bisect_right(ends, mention.start)  # first word ending after the mention starts
-    last = bisect.bisect_left(starts, mention.end) - 1  # last word starting before it ends
-    return (first, last) if first <= last else None
-
-
 def _token_spans(
     words: list[tuple[int, int]], mentions: Sequence[EntityMention]
 ) -> dict[tuple[int, int], EntityMention]:
     """(first word, last word) -> mention, the first mention of each token span."""
-    starts, ends = [s for s, _ in words], [e for _, e in words]
     spans: dict[tuple[int, int], EntityMention] = {}
     for m in mentions:
-        if (span := token_span(starts, ends, m)) is not None:
+        if (span := char_to_words(words, m.start, m.end)) is not None:
             spans.setdefault(span, m)
     return spans
 
@@ -291,6 +284,9 @@ class GlinerGlirelExtractor:
         self.gliner_path = resolve_model(config.gliner_model, kind="gliner", models_dir_=models_dir)
         # a model from `models finetune` records its labels: say which schema labels it never saw
         warn_zero_shot(self.gliner_path, schema.entity_types, "GLiNER")
+        self.type_head = TypeHead.load(self.gliner_path, models_dir)  # `models finetune` fits one
+        threshold = config.entity_threshold  # None: the one the model records (its type head's), else 0.5
+        self.entity_threshold = recorded_threshold(self.gliner_path) if threshold is None else threshold
         self.relations: GlirelRelations | None = None
         self.bucket = True  # length-bucketed batches (base.length_buckets); False: chunks in input order
         if schema.relation_types:
@@ -303,9 +299,7 @@ class GlinerGlirelExtractor:
     def describe(self) -> dict[str, Any]:
         return {
             "extractor": self.name,
-            "gliner_model": model_facts(
-                self.gliner_path, "gliner", entity_threshold=float(self.config.entity_threshold)
-            ),
+            "gliner_model": model_facts(self.gliner_path, "gliner", entity_threshold=self.entity_threshold),
             "glirel_model": self.relations.describe() if self.relations else None,
             "dtype": runtime_for(self.config).dtype,
             "schema": self.schema.to_dict(),
@@ -315,29 +309,14 @@ class GlinerGlirelExtractor:
         """GLiNER mentions of the schema's types for each text (one batched call)."""
         model = load_gliner(self.gliner_path, runtime_for(self.config))
         labels = list(self.schema.entity_types)
-        # `inference` is the batch API of recent GLiNER; older releases only have the
-        # (now deprecated) batch_predict_entities.
-        predict = getattr(model, "inference", None) or model.batch_predict_entities
-        raw = predict(
-            list(texts),
-            labels,
-            flat_ner=True,
-            threshold=float(self.config.entity_threshold),
-            batch_size=max(1, len(texts)),
-        )
+        found = gliner_entities(model, self.type_head, texts, labels, float(self.entity_threshold), max(1, len(texts)))
         return [
             dedupe_mentions(
-                EntityMention(
-                    text=text[e["start"] : e["end"]],
-                    type=str(e["label"]),
-                    start=int(e["start"]),
-                    end=int(e["end"]),
-                    score=float(e["score"]),
-                )
-                for e in ents
-                if str(e["label"]) in labels  # only the schema's types
+                EntityMention(text=text[start:end], type=label, start=start, end=end, score=score)
+                for start, end, label, score in ents
+                if label in labels  # only the schema's types
             )
-            for text, ents in zip(texts, raw)
+            for text, ents in zip(texts, found)
         ]
 
     def _find(self, texts: list[str]) -> tuple[list[list[EntityMention]], Relations]:

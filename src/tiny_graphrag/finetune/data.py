@@ -16,6 +16,7 @@ One line per example, in any of three shapes (a file may mix them):
 
 from __future__ import annotations
 
+import bisect
 import io
 import json
 import os
@@ -297,3 +298,11 @@ def labels_of(examples: Sequence[Example]) -> tuple[list[str], list[str]]:
     ents = sorted({lab for ex in examples for lab in ex.entity_labels()})
     rels = sorted({lab for ex in examples for lab in ex.relation_labels()})
     return ents, rels
+
+
+def char_to_words(offsets: Sequence[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """Inclusive word indices of a character span, or None when it covers no word."""
+    starts, ends = [s for s, _ in offsets], [e for _, e in offsets]
+    first = bisect.bisect_right(ends, start)
+    last = bisect.bisect_left(starts, end) - 1
+    return (first, last) if first <= last else None

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import bisect
 import json
+import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tiny_graphrag.backends.embed import Embedder
 from tiny_graphrag.errors import require
-from tiny_graphrag.finetune.data import Example, Span, to_gliner
+from tiny_graphrag.finetune.data import Example, Span, char_to_words, to_gliner
 from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, loading, sample_labels, train_and_save
 from tiny_graphrag.finetune.score import Evaluator
+from tiny_graphrag.finetune.type_head import NONE, THRESHOLD, TypeHead, gliner_entities
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -43,37 +47,62 @@ def load_base(
         return model.to(device)
 
 
-def char_to_words(offsets: Sequence[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
-    """Inclusive word indices of a character span, or None when it covers no word."""
-    starts, ends = [s for s, _ in offsets], [e for _, e in offsets]
-    first = bisect.bisect_right(ends, start)
-    last = bisect.bisect_left(starts, end) - 1
-    return (first, last) if first <= last else None
+@dataclass(frozen=True)
+class WithHead:
+    """A GLiNER and the type head fitted beside it (type_head.py), as `models evaluate` and the extractor use them."""
+
+    model: Any
+    head: TypeHead
+
+
+def load_scored(folder: Path, device: str = "cpu") -> Any:
+    """A GLiNER folder's model, with its type head when it has one."""
+    model, head = load_base(folder, device), TypeHead.load(folder)
+    return WithHead(model, head) if head else model
 
 
 def predict(
     model: Any, examples: Sequence[Example], labels: Sequence[str], threshold: float, batch_size: int = 8
 ) -> list[Example]:
-    """The examples with GLiNER's entities instead of the gold ones (no relations)."""
+    """The examples with GLiNER's entities (rescored by its type head if it has one) instead of the gold ones."""
+    head, model = (model.head, model.model) if isinstance(model, WithHead) else (None, model)
     texts, offsets = zip(*(ex.joined() for ex in examples)) if examples else ((), ())
     was_training = model.training
     model.train(False)
     try:
-        raw = model.inference(list(texts), list(labels), flat_ner=True, threshold=threshold, batch_size=batch_size)
+        found = gliner_entities(model, head, texts, labels, threshold, batch_size)
     finally:
         model.train(was_training)
     out = []
-    for ex, offs, ents in zip(examples, offsets, raw):
-        spans = []
-        for e in ents:
-            words = char_to_words(offs, int(e["start"]), int(e["end"]))
-            if words is not None:
-                spans.append(Span(words[0], words[1], str(e["label"]), float(e["score"])))
-        out.append(replace(ex, entities=tuple(spans), relations=()))
+    for ex, offs, ents in zip(examples, offsets, found):
+        words = [(char_to_words(offs, start, end), label, score) for start, end, label, score in ents]
+        out.append(replace(ex, entities=tuple(Span(*w, lab, sc) for w, lab, sc in words if w), relations=()))
     return out
 
 
-evaluate_gliner = Evaluator("entity", load_base, predict)
+def fit_type_head(embedder: Embedder, model: Any, folder: Path, train: Sequence[Example]) -> dict[str, Any]:
+    """Fit the type head on the training spans' words and on GLiNER's other finds in the same sentences (as "none"),
+    save it in `folder`; what to record of it (its threshold replaces GLiNER's)."""
+    types = sorted({e.label for ex in train for e in ex.entities})
+    joined = [ex.joined() for ex in train]
+    raw = model.inference([t for t, _ in joined], types, flat_ner=False, multi_label=True, threshold=THRESHOLD)
+    spans, labels = [], []
+    for ex, (text, offs), ents in zip(train, joined, raw):
+        gold = {(e.first, e.last): e.label for e in ex.entities}
+        words = (char_to_words(offs, int(e["start"]), int(e["end"])) for e in ents)
+        others = {w: NONE for w in words if w is not None and w not in gold}
+        for (first, last), label in (gold | others).items():
+            spans.append(text[offs[first][0] : offs[last][1]])
+            labels.append(label)
+    head = TypeHead.fit(spans, labels, embedder)
+    if head is None:
+        log.info("no type head: the training data has one type and GLiNER found nothing else")
+        return {}
+    head.save(folder)
+    return {"threshold": THRESHOLD, "type_head": {"spans": len(spans), "types": len(head.classes) - (NONE in labels)}}
+
+
+evaluate_gliner = Evaluator("entity", load_scored, predict)
 
 
 class GlinerTrainable(Trainable):
@@ -114,4 +143,6 @@ def finetune_gliner(
     load = partial(
         load_base, base, settings.device, rnn_layers=rnn_layers, max_width=max_width, hidden_size=hidden_size
     )
-    return train_and_save(GlinerTrainable, load, base, train, dev, out, settings, extra_info)
+    # the embedder is found before training, so a missing one fails in seconds, not after it
+    after = partial(fit_type_head, Embedder()) if settings.type_head else None
+    return train_and_save(GlinerTrainable, load, base, train, dev, out, settings, extra_info, after=after)

@@ -64,6 +64,7 @@ class TrainSettings(Checked):
     focal_alpha: float = 0.75
     focal_gamma: float = allowed(2.0, ">= 0")
     all_labels: bool = True  # GLiNER asks each example all the data's types (from 50 examples); False: samples them
+    type_head: bool = True  # GLiNER: fit a type head beside it (finetune/type_head.py); the starter's recipe does not
     progress: bool = True
 
     @property
@@ -148,9 +149,12 @@ def train_and_save(
     out: Path,
     settings: TrainSettings,
     extra_info: dict[str, object] | None = None,
+    *,
+    after: Callable[[Any, Path, Sequence[Example]], dict[str, Any]] | None = None,
 ) -> TrainResult:
     """Train the model `load` makes from `base` on `train` (seeded), keep the checkpoint with the best F1 on `dev`
-    and write it to `out` with the labels it knows (its data's and `base`'s) and how it was trained."""
+    and write it to `out` with the labels it knows (its data's and `base`'s) and how it was trained; `after(model, out,
+    train)` writes more beside it and returns what to record of that (its "threshold" replaces the one chosen on dev)."""
     with written_aside(out) as folder:
         with seeded(settings.seed):  # a new model's layers start random: the same start in every process
             model = load()
@@ -167,6 +171,8 @@ def train_and_save(
         with seeded(settings.seed):
             result = train_loop(tr, train, dev, settings, desc=f"fine-tuning {tr.kind}")
         tr.save(folder, base)
+        more = after(tr.model, folder, train) if after else {}
+        result = replace(result, threshold=more.pop("threshold", result.threshold))
         write_trained_labels(
             folder,
             tr.kind.lower(),
@@ -180,7 +186,7 @@ def train_and_save(
             best_step=result.best_step,
             steps=result.steps,
             seconds=round(result.seconds, 1),
-            **(extra_info or {}),
+            **(more | (extra_info or {})),
         )
     return result
 

@@ -1,6 +1,6 @@
 """The starter GLiNER + GLiREL pair: trained offline from all-MiniLM-L6-v2 on Re-DocRED, cached in models/.
 
-Recipe (all of it in RECIPE, whose hash names the folder, so a changed recipe trains anew):
+Recipe (all of it in recipe.toml, whose hash names the folder, so a changed recipe trains anew):
 - Re-DocRED's 500 documents split by document with a fixed seed into train / dev / test;
 - one sentence per example (short inputs keep training within minutes on two cores);
 - a held-out "domain" the starter never sees: entity type `date` and the eight relation types whose tail is a date. Its
@@ -32,77 +32,13 @@ from tiny_graphrag.backends.files import resolve_model
 from tiny_graphrag.finetune.data import Example, to_friendly, write_jsonl
 from tiny_graphrag.finetune.loop import TrainSettings
 from tiny_graphrag.finetune.redocred import data_dir, load_documents, sentence_examples, split_documents
+from tiny_graphrag.schema import read_toml
 
 log = logging.getLogger(__name__)
 
-HELD_OUT_ENTITIES = ("date",)
-HELD_OUT_RELATIONS = (
-    "publication date",
-    "date of birth",
-    "inception",
-    "date of death",
-    "point in time",
-    "start time",
-    "dissolved, abolished or demolished",
-    "end time",
-)
-RECIPE: dict[str, Any] = {
-    # 5: more steps (dev F1 was still rising when v4 stopped); GLiREL reads each mention's entity type before it (typed
-    # markers) and its labels in prompts of at most 12, as it was trained (asked with 84 at once it read the text some
-    # 250 positions later than in training); checkpoints scored from one pass (bench/results/starter-v5-notes.md).
-    # 6: the frozen encoder layers train in eval mode, without dropout (finetune/loop.py, Trainable.train), and GLiNER
-    # spends the time saved on more steps (dev F1 50.2 -> 55.6 at 1,500 -> 1,800 steps; bench/RESULTS.md, "Recipe v6")
-    "version": 6,
-    "frozen_layers_eval": True,
-    "encoder": "all-MiniLM-L6-v2",
-    "data": "Re-DocRED dev (500 documents), one sentence per example",
-    "split": {"seed": 0, "dev_documents": 50, "test_documents": 100},
-    "held_out": {"entities": list(HELD_OUT_ENTITIES), "relations": list(HELD_OUT_RELATIONS)},
-    # chosen on dev: with the encoder's top 2 layers trained at 1e-4 and the layers on top at 3e-3
-    # (focal loss for GLiNER), dev F1 rose within a few hundred steps; at 5e-5/1e-3 it stayed 0.
-    # The final thresholds are chosen on dev (recorded in trained_labels.json).
-    "gliner": {
-        "max_steps": 1800,
-        "batch_size": 8,
-        "lr": 1e-4,
-        "head_lr": 3e-3,
-        "freeze_layers": 4,
-        "max_words": 48,
-        "rnn_layers": 0,
-        "max_width": 8,
-        "hidden_size": 192,
-        "eval_every": 600,
-        "dev_examples": 100,
-        "seed": 0,
-    },
-    "glirel": {
-        "max_steps": 1200,
-        "batch_size": 8,
-        "lr": 1e-4,
-        "head_lr": 3e-3,
-        "freeze_layers": 4,
-        "max_words": 48,
-        "eval_every": 400,
-        "dev_examples": 100,
-        "seed": 0,
-        # fields of the GLiREL config. Focal loss (as GLiNER's): with BCE, the few positive pairs among ~30 pairs x 12
-        # labels per sentence were drowned and dev F1 stayed at 1.6 after 400 steps (10.6 with focal loss). The pair
-        # distance is the training sentences' length: the extractor reads chunks of several sentences, and pairs further
-        # apart were never seen. typed_markers, prompt_labels and direction_margin (chosen on dev) are ours
-        # (extract/glirel_input.py).
-        "config": {
-            "num_train_rel_types": 12,
-            "prompt_labels": 12,
-            "typed_markers": True,
-            "direction_margin": 0.15,
-            "hidden_size": 192,
-            "loss_func": "focal_loss",
-            "alpha": 0.75,
-            "gamma": 2.0,
-            "max_entity_pair_distance": 48,
-        },
-    },
-}
+# the recipe, explained where it is written (recipe.toml, package data)
+RECIPE: dict[str, Any] = read_toml((Path(__file__).parent / "recipe.toml").read_text(encoding="utf-8"))
+HELD_OUT_ENTITIES, HELD_OUT_RELATIONS = tuple(RECIPE["held_out"]["entities"]), tuple(RECIPE["held_out"]["relations"])
 # For a machine with time or a GPU (`make starter-long`): the same recipe trained longer, each
 # checkpoint scored on all of dev.
 LONG: dict[str, Any] = {
@@ -168,6 +104,7 @@ def _settings(part: dict[str, Any], progress: bool) -> TrainSettings:
         epochs=1000.0,  # max_steps decides
         threshold=part.get("eval_threshold", 0.5),
         all_labels=part.get("all_labels", False),  # recipes up to 7 trained GLiNER with sampled negative types
+        type_head=part.get("type_head", False),  # its types are the encoder's own to learn from thousands of examples
         progress=progress,
         **{name: part[name] for name in names},
     )

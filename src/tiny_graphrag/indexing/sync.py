@@ -25,7 +25,7 @@ from tiny_graphrag.records import Document
 # is built: they may differ between a build and its update. Model names are covered by their files' fingerprints.
 _NOT_SETTINGS = set(
     """device batch_size half_precision n_gpu_layers n_threads models_dir cache_dir model gliner_model glirel_model
-    spacy_model embedder_model max_unpacked_mb""".split()
+    spacy_model embedder_model max_unpacked_mb entity_threshold""".split()  # the extractor describes the one it uses
 )
 
 
@@ -81,8 +81,7 @@ def settings(
     conf = {
         k: v
         for k, v in _flat(asdict(config)).items()
-        if k.rsplit(".", 1)[-1] not in _NOT_SETTINGS
-        and not (k.startswith("documents.") and v in ((), [], None))  # unset: as an index built before them
+        if not _ignored(f"config.{k}") and not (k.startswith("documents.") and v in ((), [], None))  # unset: as before
     }
     parts = {
         "schema": schema,
@@ -98,7 +97,7 @@ def settings(
 def check_settings(index: IndexStore, given: Mapping[str, Any], only: tuple[str, ...] = ("",)) -> None:
     """Refuse an update whose settings (those starting with one of `only`) differ from the index's,
     naming each difference."""
-    held = index.manifest["settings"]
+    held = {k: v for k, v in index.manifest["settings"].items() if not _ignored(k)}  # older indexes compared more
     diff = [k for k in sorted(set(held) | set(given)) if k.startswith(only) and held.get(k) != given.get(k)]
     if diff:
         shown = "; ".join(f"{k}: index has {held.get(k)!r}, given {given.get(k)!r}" for k in diff[:5])
@@ -128,6 +127,10 @@ def changes(old: IndexStore, new: IndexStore, model_calls: Mapping[str, int]) ->
         ),
         "report_model_calls": model_calls.get("llm", 0),  # reports that missed the cache (retries count)
     }
+
+
+def _ignored(key: str) -> bool:
+    return key.startswith("config.") and key.rsplit(".", 1)[-1] in _NOT_SETTINGS
 
 
 def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
