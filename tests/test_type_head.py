@@ -70,26 +70,22 @@ def test_the_head_retypes_spans_drops_what_it_calls_none_and_keeps_the_best_of_o
     text = "RT @LilTwist on Ustream tonight"
     of = {"Ustream": "company", "LilTwist": "person", "@LilTwist": "person", "tonight": NONE}
     head = TypeHead(classes, np.eye(3, dtype=np.float32) * 20, np.zeros(3, dtype=np.float32), Known(classes, of))
-    gliner = Scores(
-        [
-            [
-                (16, 23, "person", 0.36),
-                (16, 23, "company", 0.3),
-                (3, 12, "person", 0.6),
-                (4, 12, "person", 0.7),
-                (24, 31, "person", 0.4),
-            ]
-        ]
-    )
-    found = head.find(gliner, [text], ["company", "person"], THRESHOLD, 8)[0]
+    found = [(16, 23, "person", 0.36), (16, 23, "company", 0.3), (3, 12, "person", 0.6), (4, 12, "person", 0.7)]
+    gliner = Scores([[*found, (24, 31, "person", 0.4), (24, 31, "location", 0.45)]])
+    kept = head.find(gliner, [text], ["company", "person"], THRESHOLD, 8)[0]
     assert gliner.asked == ["company", "person"]
     # Ustream: GLiNER leans to person, the head is sure of company; "tonight" is none to the head; of the overlapping
     # "@LilTwist" and "LilTwist" the better mixed score stays
-    assert [(text[s:e], t) for s, e, t, _ in found] == [("LilTwist", "person"), ("Ustream", "company")]
-    ustream = found[1][3]
-    assert ustream == pytest.approx((1 - MIX) * 0.3 + MIX * 1.0, abs=1e-6)
+    assert [(text[s:e], t) for s, e, t, _ in kept] == [("LilTwist", "person"), ("Ustream", "company")]
+    assert kept[1][3] == pytest.approx((1 - MIX) * 0.3 + MIX * 1.0, abs=1e-6)
     # a type the head knows but that was not asked counts as none: asked only person, Ustream is no person
     assert [text[s:e] for s, e, _, _ in head.find(gliner, [text], ["person"], THRESHOLD, 8)[0]] == ["LilTwist"]
+    # a type the head never saw keeps GLiNER's own score ("tonight" as a location, 0.45)
+    asked = ["company", "person", "location"]
+    assert (24, 31, "location", 0.45) in head.find(gliner, [text], asked, THRESHOLD, 8)[0]
+    # the head's types match the schema's whatever their case
+    upper = TypeHead(("", "Company", "Person"), head.weight, head.bias, Known(("", "company", "person"), of))
+    assert upper.find(gliner, [text], ["company", "person"], THRESHOLD, 8)[0] == kept
 
 
 def test_non_overlapping_is_greedy_by_score_in_text_order():

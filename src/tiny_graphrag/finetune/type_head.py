@@ -85,7 +85,8 @@ class TypeHead:
     ) -> list[list[Found]]:
         """GLiNER's entities of `types` in each text rescored with the head: the best non-overlapping spans scoring at
         least `threshold`. A span's score for a type mixes GLiNER's (every one above FLOOR) with the head's, lowered by
-        the head's belief that it is none of the types asked."""
+        the head's belief that it is none of the types asked; a type the head never saw keeps GLiNER's score (case is
+        ignored, as by the encoders)."""
         raw = model.inference(
             list(texts), list(types), flat_ner=False, multi_label=True, threshold=FLOOR, batch_size=batch
         )
@@ -93,13 +94,12 @@ class TypeHead:
         for i, ents in enumerate(raw):
             for e in ents:
                 scores.setdefault((i, int(e["start"]), int(e["end"])), {})[str(e["label"])] = float(e["score"])
-        at = {c: j for j, c in enumerate(self.classes)}
-        found: list[list[Found]] = [[] for _ in texts]
+        at, found = {c.lower(): j for j, c in enumerate(self.classes)}, [list[Found]() for _ in texts]
         for (i, start, end), p in zip(scores, self.probabilities([texts[i][s:e] for i, s, e in scores])):
-            head = {t: float(p[at[t]]) if t in at else 0.0 for t in types}
+            gliner, head = scores[i, start, end], {t: float(p[at[t.lower()]]) for t in types if t.lower() in at}
             outside = 1 - sum(head.values())  # "none", and the types the head knows that were not asked
-            mixed = {
-                t: ((1 - MIX) * scores[i, start, end].get(t, 0.0) + MIX * head[t]) * (1 - MIX * outside) for t in types
+            mixed = {t: gliner.get(t, 0.0) for t in types} | {
+                t: ((1 - MIX) * gliner.get(t, 0.0) + MIX * h) * (1 - MIX * outside) for t, h in head.items()
             }
             if mixed[best := max(mixed, key=mixed.__getitem__)] >= threshold:
                 found[i].append((start, end, best, mixed[best]))
