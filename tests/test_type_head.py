@@ -168,3 +168,16 @@ def test_a_damaged_head_is_named_with_the_fix(headed, tmp_path, damage):
     message = str(err.value)
     assert str(path) in message and "models finetune" in message and "delete" in message
     assert ("unreadable" if damage == "truncated" else "another copy of the embedder") in message
+
+
+@pytest.mark.slow
+def test_the_command_line_can_leave_the_head_out(tiny_models_dir, tmp_path):
+    from test_finetune_train import template_file
+
+    from tiny_graphrag.cli.commands import main
+
+    data = template_file(tmp_path / "train.jsonl", 40, 1)
+    base = ["models", "finetune", "gliner", "--base", str(tiny_models_dir / "tiny-gliner"), "--data", str(data)]
+    for flags, out in (([], tmp_path / "with"), (["--no-type-head"], tmp_path / "without")):
+        assert main([*base, "--out", str(out), "--max-steps", "5", "--min-steps", "5", *flags]) == 0
+    assert (tmp_path / "with" / HEAD_FILE).is_file() and not (tmp_path / "without" / HEAD_FILE).exists()

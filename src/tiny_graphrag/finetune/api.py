@@ -66,6 +66,7 @@ def finetune(
     freeze_layers: int | None = None,
     device: str = "cpu",
     seed: int = 0,
+    type_head: bool = True,
     models_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
@@ -80,6 +81,7 @@ def finetune(
         freeze_layers=freeze_layers,
         device=device,
         seed=seed,
+        type_head=type_head,
         progress=progress,
     )
     trainer = _trainer(kind)

@@ -43,6 +43,7 @@ def add_parsers(msub: argparse._SubParsersAction, kw: dict[str, Any]) -> None:
     ):  # each TrainSettings' field: its default, and its range checked as the option is read
         name = flag[2:].replace("-", "_")
         f.add_argument(flag, type=option_type(TrainSettings, name), default=getattr(defaults, name), help=help)
+    f.add_argument("--no-type-head", dest="type_head", action="store_false", help="GLiNER: fit no type head beside it")
     e.add_argument("--model", required=True, help="model folder or name under models/ ('starter': the starter pair)")
     e.add_argument("--data", required=True, type=Path, help="test examples: " + FORMATS_HELP)
     e.add_argument(
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.models_command == "finetune":
-        names = ("epochs", "batch_size", "lr", "min_steps", "max_steps", "freeze_layers", "device", "seed")
+        names = ("epochs", "batch_size", "lr", "min_steps", "max_steps", "freeze_layers", "device", "seed", "type_head")
         options = {name: getattr(args, name) for name in names}
         summary = finetune(
             args.kind, args.base, args.data, args.out, eval_data=args.eval, models_dir=args.models_dir, **options

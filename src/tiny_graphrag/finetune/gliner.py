@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -16,8 +15,6 @@ from tiny_graphrag.finetune.data import Example, Span, char_to_words, to_gliner
 from tiny_graphrag.finetune.loop import Trainable, TrainResult, TrainSettings, loading, sample_labels, train_and_save
 from tiny_graphrag.finetune.score import Evaluator
 from tiny_graphrag.finetune.type_head import NONE, THRESHOLD, TypeHead, gliner_entities
-
-log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -94,9 +91,7 @@ def fit_type_head(embedder: Embedder, model: Any, folder: Path, train: Sequence[
         for (first, last), label in (gold | others).items():
             spans.append(text[offs[first][0] : offs[last][1]])
             labels.append(label)
-    head = TypeHead.fit(spans, labels, embedder)
-    if head is None:
-        log.info("no type head: the training data has one type and GLiNER found nothing else")
+    if (head := TypeHead.fit(spans, labels, embedder)) is None:  # one type, and GLiNER found nothing else
         return {}
     head.save(folder)
     return {"threshold": THRESHOLD, "type_head": {"spans": len(spans), "types": len(head.classes) - (NONE in labels)}}
