@@ -76,9 +76,10 @@ class TypeHead:
         return cls(tuple(str(c) for c in classes), weight, bias, embedder)
 
     def probabilities(self, spans: Sequence[str]) -> np.ndarray:
-        logits = self.embedder.embed(list(spans)) @ self.weight.T + self.bias
+        at = {span: i for i, span in enumerate(dict.fromkeys(spans))}  # names repeat: each is embedded once
+        logits = self.embedder.embed(list(at)) @ self.weight.T + self.bias
         e = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        return (e / e.sum(axis=1, keepdims=True))[[at[span] for span in spans]]
 
     def find(
         self, model: Any, texts: Sequence[str], types: Sequence[str], threshold: float, batch: int
