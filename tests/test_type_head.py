@@ -181,3 +181,22 @@ def test_the_command_line_can_leave_the_head_out(tiny_models_dir, tmp_path):
     for flags, out in (([], tmp_path / "with"), (["--no-type-head"], tmp_path / "without")):
         assert main([*base, "--out", str(out), "--max-steps", "5", "--min-steps", "5", *flags]) == 0
     assert (tmp_path / "with" / HEAD_FILE).is_file() and not (tmp_path / "without" / HEAD_FILE).exists()
+
+
+@pytest.mark.slow
+def test_the_head_uses_the_embedder_of_the_models_folder_given(tiny_models_dir, embedder, tmp_path):
+    """`finetune(..., models_dir=M)` fits the head on M's copy of the embedder, the copy a build with M uses."""
+    import shutil
+
+    from test_finetune_train import template_file
+
+    from tiny_graphrag.finetune import finetune
+
+    models = tmp_path / "models"
+    shutil.copytree(embedder.path, models / "all-MiniLM-L6-v2")
+    (models / "all-MiniLM-L6-v2" / "NOTE.txt").write_text("another copy", encoding="utf-8")  # another fingerprint
+    data, out = template_file(tmp_path / "train.jsonl", 40, 1), tmp_path / "g"
+    finetune("gliner", tiny_models_dir / "tiny-gliner", data, out, max_steps=5, models_dir=models, progress=False)
+    assert TypeHead.load(out, models) is not None
+    with pytest.raises(ModelLoadError, match="another copy of the embedder"):
+        TypeHead.load(out)  # the package's copy

@@ -92,7 +92,8 @@ def finetune(
         log.warning(UNTRAINED, listing(kept), base_dir)
     dev = read_examples(eval_data) if eval_data else None
     out = Path(out)
-    result = getattr(trainer, f"finetune_{kind}")(base_dir, train, dev, out, settings)
+    where = {"models_dir": models_dir} if kind == "gliner" else {}  # the embedder of its type head
+    result = getattr(trainer, f"finetune_{kind}")(base_dir, train, dev, out, settings, **where)
     return {
         "out": str(out),
         "kind": kind,

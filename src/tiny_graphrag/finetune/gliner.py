@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -133,11 +134,12 @@ def finetune_gliner(
     max_width: int = 12,
     hidden_size: int | None = None,
     extra_info: dict[str, object] | None = None,
+    models_dir: str | os.PathLike[str] | None = None,
 ) -> TrainResult:
-    """Train GLiNER from `base` on `train`, keep the checkpoint with the best F1 on `dev`, save to `out`."""
+    """Train GLiNER from `base` on `train`, keep the best checkpoint on `dev`, save it and its type head to `out`."""
     load = partial(
         load_base, base, settings.device, rnn_layers=rnn_layers, max_width=max_width, hidden_size=hidden_size
     )
     # the embedder is found before training, so a missing one fails in seconds, not after it
-    after = partial(fit_type_head, Embedder()) if settings.type_head else None
+    after = partial(fit_type_head, Embedder(models_dir=models_dir)) if settings.type_head else None
     return train_and_save(GlinerTrainable, load, base, train, dev, out, settings, extra_info, after=after)

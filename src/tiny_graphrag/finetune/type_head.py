@@ -19,8 +19,7 @@ import numpy as np
 from tiny_graphrag.backends.embed import Embedder
 from tiny_graphrag.errors import ModelLoadError, require
 
-HEAD_FILE = "type_head.npz"
-NONE = ""  # the class of spans that are no entity of the data
+HEAD_FILE, NONE = "type_head.npz", ""  # NONE: the class of spans that are no entity of the data
 MIX, FLOOR, THRESHOLD, L2 = 0.5, 0.2, 0.3, 1 / 3  # the head's weight, GLiNER's floor, the kept score, the penalty
 Found = tuple[int, int, str, float]  # start and end (characters), type, score
 
