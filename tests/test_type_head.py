@@ -190,7 +190,7 @@ def test_the_head_uses_the_embedder_of_the_models_folder_given(tiny_models_dir, 
 
     from test_finetune_train import template_file
 
-    from tiny_graphrag.finetune import finetune
+    from tiny_graphrag.finetune import evaluate, finetune
 
     models = tmp_path / "models"
     shutil.copytree(embedder.path, models / "all-MiniLM-L6-v2")
@@ -198,5 +198,6 @@ def test_the_head_uses_the_embedder_of_the_models_folder_given(tiny_models_dir, 
     data, out = template_file(tmp_path / "train.jsonl", 40, 1), tmp_path / "g"
     finetune("gliner", tiny_models_dir / "tiny-gliner", data, out, max_steps=5, models_dir=models, progress=False)
     assert TypeHead.load(out, models) is not None
+    assert evaluate("gliner", out, data, models_dir=models).f1 >= 0  # `models evaluate --models-dir` finds that copy
     with pytest.raises(ModelLoadError, match="another copy of the embedder"):
         TypeHead.load(out)  # the package's copy

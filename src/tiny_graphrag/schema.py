@@ -238,7 +238,5 @@ def _validate(schema: Schema) -> None:
             )
 
 
-# Presets: schema files shipped in presets/ (package data), readable as examples. "general" follows Tiny GraphRAG's
-# default entity types.
-PRESETS = ("general", "biomedical", "finance", "geography")
-PRESET_DIR = Path(__file__).parent / "presets"
+PRESET_DIR = Path(__file__).parent / "presets"  # schema files (package data); "general": Tiny GraphRAG's types, first
+PRESETS = tuple(sorted((p.stem for p in PRESET_DIR.glob("*.toml")), key=lambda name: (name != "general", name)))

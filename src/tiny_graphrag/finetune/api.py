@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +123,9 @@ def evaluate(
     """Entity (gliner) or relation (glirel, given gold entities) micro P/R/F1 with a 95% interval."""
     if threshold is not None:
         TrainSettings(threshold=threshold)  # the same range as training's: a ConfigError names it
-    evaluator = getattr(_trainer(kind), f"evaluate_{kind}")
+    evaluator = getattr(trainer := _trainer(kind), f"evaluate_{kind}")
+    if kind == "gliner":  # its type head's embedder: the copy under models_dir, as fine-tuning and a build find it
+        evaluator = replace(evaluator, load=partial(trainer.load_scored, models_dir=models_dir))
     choose_device(device)
     folder = resolve(model, kind, models_dir)
     return evaluator(folder, read_examples(data), threshold=threshold, device=device, zero_shot=zero_shot)

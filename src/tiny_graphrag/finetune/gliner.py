@@ -53,9 +53,9 @@ class WithHead:
     head: TypeHead
 
 
-def load_scored(folder: Path, device: str = "cpu") -> Any:
-    """A GLiNER folder's model, with its type head when it has one."""
-    model, head = load_base(folder, device), TypeHead.load(folder)
+def load_scored(folder: Path, device: str = "cpu", models_dir: str | os.PathLike[str] | None = None) -> Any:
+    """A GLiNER folder's model, with its type head when it has one (on the embedder found under `models_dir`)."""
+    model, head = load_base(folder, device), TypeHead.load(folder, models_dir)
     return WithHead(model, head) if head else model
 
 

@@ -152,9 +152,8 @@ def train_and_save(
     *,
     after: Callable[[Any, Path, Sequence[Example]], dict[str, Any]] | None = None,
 ) -> TrainResult:
-    """Train the model `load` makes from `base` on `train` (seeded), keep the checkpoint with the best F1 on `dev`
-    and write it to `out` with the labels it knows (its data's and `base`'s) and how it was trained; `after(model, out,
-    train)` writes more beside it and returns what to record of that (its "threshold" replaces the one chosen on dev)."""
+    """Train the model `load` makes from `base` on `train` (seeded), keep the checkpoint with the best F1 on `dev`, write
+    it to `out` with the labels it knows and how it was trained; `after(model, out, train)` adds files and records."""
     with written_aside(out) as folder:
         with seeded(settings.seed):  # a new model's layers start random: the same start in every process
             model = load()

@@ -36,7 +36,6 @@ from tiny_graphrag.schema import read_toml
 
 log = logging.getLogger(__name__)
 
-# the recipe, explained where it is written (recipe.toml, package data)
 RECIPE: dict[str, Any] = read_toml((Path(__file__).parent / "recipe.toml").read_text(encoding="utf-8"))
 HELD_OUT_ENTITIES, HELD_OUT_RELATIONS = tuple(RECIPE["held_out"]["entities"]), tuple(RECIPE["held_out"]["relations"])
 # For a machine with time or a GPU (`make starter-long`): the same recipe trained longer, each
