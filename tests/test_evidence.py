@@ -105,7 +105,8 @@ def test_nothing_kept_when_no_sentence_bears_on_the_question(embedder):
 @pytest.mark.parametrize(
     "text, title",
     [("Arcturo Works\nArcturo Works is a workshop.", "Arcturo Works"), ("It was sold. Then more.\nNext", ""),
-     ("One line only", ""), ("A very long first line " * 5 + "\nmore", "")],
+     ("One line only", ""), ("A very long first line " * 5 + "\nmore", ""), ('"Hey Jude"\nA song.', '"Hey Jude"'),
+     ('Not observers, but... pawns."\nAs they met', ""), ("\\*\nA new scene", "")],
 )  # fmt: skip
 def test_a_first_line_is_a_title_only_when_it_reads_as_one(text, title):
     assert title_line(text) == title
@@ -141,9 +142,10 @@ def test_answers_are_cleaned_split_and_echoes_spotted():
     assert not echoes_question("yes", "Is Paris in France?")
     assert not echoes_question("Paris", "Is the tower in Paris or in Lyon?")
     asked = READER_FORMS["factoid"]
-    for copied in ("a name", "A name, a place, a date, a number or a few words", "a number"):  # seen from Qwen 0.5B
+    glued = "a name, a place, a date, a number or afew_words_from_the_passages"  # one word glued on, seen from Qwen
+    for copied in ("a name", "A name, a place, a date, a number or a few words", "a number", glued):
         assert echoes_prompt(copied, asked), copied
-    for answer in ("Milton Keynes", "1988", "a name, Taipei", "A Few Good Men"):
+    for answer in ("Milton Keynes", "1988", "a name, Taipei", "A Few Good Men", "a place called Springfield"):
         assert not echoes_prompt(answer, asked), answer
 
 

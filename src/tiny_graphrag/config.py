@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from tiny_graphrag.errors import ConfigError
 
 # The library's version (pyproject.toml reads it from here); every index records the one that built it.
-VERSION = "0.7.12"
+VERSION = "0.7.13"
 
 
 T = TypeVar("T")

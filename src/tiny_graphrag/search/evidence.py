@@ -84,12 +84,14 @@ class Evidence:
 
 
 def title_line(text: str) -> str:
-    """A chunk's first line when it reads as a heading (short, no full stop, text after it): the
-    title of a passage or a section, else ""."""
+    """A chunk's first line when it reads as a heading (short words, text after it, no sentence end even inside closing
+    quotes): the title of a passage or a section, else "" (a line of dialogue, '... pawns."', or a markdown rule)."""
     head, sep, rest = text.partition("\n")
     head = head.strip()
-    heading = sep and rest.strip() and head and len(head.split()) <= 16 and not head.endswith((".", "?", "!", ":"))
-    return head if heading else ""
+    heading = (
+        sep and rest.strip() and len(head.split()) <= 16 and not head.rstrip("\"”'’").endswith((".", "?", "!", ":"))
+    )
+    return head if heading and any(c.isalnum() for c in head) else ""
 
 
 def passage_of(chunk: Chunk, fallback_title: str) -> Passage:

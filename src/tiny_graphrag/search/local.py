@@ -1,22 +1,14 @@
 """Local search: the retriever's candidates packed into a context, then one answer call.
 
-What the retriever does (local_retriever.py):
-
-1. Link: exact normalized name matches plus embedding similarity (linking.py).
-2. Spread: personalized PageRank over entities and chunks (graph_index.py), seeded by the linked entities (mass 1 in
-   all, by link score or query-entity cosine over specificity) and the best hybrid (dense + keyword) chunks (mass
-   `passage_weight`); a neighbour ranks high when its relations to the seeds are heavy and it is mentioned where the
-   seeds are, as in HippoRAG 2; entities whose vectors are nearly the same ("US", "United States") are linked too
-   (HippoRAG's synonymy edges, `synonym_similarity`), and links that only say two names share a sentence count
-   `cooccurrence_weight` (0 by default: the mentions carry the walk).
-3. Rank: entities by PageRank mass (seeds first); relationships among them by weight and the endpoints' combined degree
-   (GraphRAG's order); the most specific community of each entity, by the mass of its entities; chunks: the best
-   `keep_text_top` hybrid ones first, then by PageRank mass (plus `prior_weight` times the fused text score), then the
-   rest of the hybrid ranking.
-
-When nothing links, the candidates are the hybrid text ranking alone, and `linked` is empty. The retriever also embeds
-the query. This module gathers the candidates' reports and text, packs them with the entities and relationships into
-their token shares (context.py), and one call answers."""
+The retriever (local_retriever.py) links the query to entities (exact names and embeddings, linking.py), spreads from
+them by personalized PageRank over entities and chunks (graph_index.py; seeds: the linked entities and the best hybrid
+chunks at `passage_weight`, as in HippoRAG 2, with synonymy links between near-identical entity vectors at
+`synonym_similarity` and sentence co-occurrence links at `cooccurrence_weight`), and ranks entities by mass (seeds
+first), relationships by weight and their endpoints' degree (GraphRAG's order), each entity's most specific community,
+and chunks (the best `keep_text_top` hybrid ones, then by mass plus `prior_weight` x the text score, then the hybrid
+rest). When nothing links, the candidates are the hybrid ranking alone and `linked` is empty. This module gathers the
+candidates' reports and text, packs them with the entities and relationships into their token shares (context.py),
+and one call answers."""
 
 from __future__ import annotations
 

@@ -55,6 +55,10 @@ READER_FORMS = {
     "yesno": "yes or no",
     "number": "the answer only: a date, a year or a number from the passages",
 }
+NUMBER_WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen "
+    "nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million billion dozen half"
+)
 READER_MAX_TOKENS = {"factoid": 32, "number": 64, "list": 120, "yesno": 2}
 # The answer's shape, enforced while it is decoded (llama.cpp's GBNF): one line of at most 10 words (a 0.5B reader asked
 # for "a few words" still wrote sentences restating the question), then at most a space (a reader wanting an 11th word
@@ -63,10 +67,12 @@ READER_GRAMMARS = {
     "factoid": 'root ::= word (" " word){0,9} " "?\nword ::= [^ \\t\\n\\[]+\n',
     "list": "root ::= [^\\[ \\t\\n] [^\\[\\n]*\n",
     "yesno": 'root ::= "yes" | "no"\n',
-    # a date or a number: a word with a digit first or second ("2009", "August 4, 1961", "about 3 million", "the 15th
-    # century"; short words, so that the digit comes within READER_MAX_TOKENS whatever the model would rather write)
-    "number": 'root ::= (word " ")? num (" " word){0,3}\nnum ::= [^ \\t\\n\\[0-9]{0,12} [0-9] [^ \\t\\n\\[]{0,12}\n'
-    "word ::= [^ \\t\\n\\[]{1,12}\n",
+    # a date or a number: a word with a digit or a number word first or second ("August 4, 1961", "a dozen"; short
+    # words, so that it comes within READER_MAX_TOKENS whatever the model would rather write)
+    "number": 'root ::= (word " ")? (num | spelt ("-" word | "s")?) (" " word){0,3}\nword ::= [^ \\t\\n\\[]{1,12}\n'
+    "num ::= [^ \\t\\n\\[0-9]{0,12} [0-9] [^ \\t\\n\\[]{0,12}\nspelt ::= "
+    + " | ".join(f'[{w[0]}{w[0].upper()}] "{w[1:]}"' for w in NUMBER_WORDS.split())
+    + "\n",
 }
 
 

@@ -107,6 +107,6 @@ def labels_like_prompt(answer: str, asked: str) -> bool:
 
 def echoes_prompt(answer: str, asked: str) -> bool:
     """The answer is the prompt's own description of one ("a name", "a place, a date, a number or a few words"): a 0.5B
-    reader with nothing to say copies what it was asked for (bench/RESULTS.md)."""
-    words = content_words(answer)
-    return bool(words) and words <= content_words(asked)
+    reader with nothing to say copies what it was asked for, at times with one word glued: "or afew_words_from_the")."""
+    words = content_words(answer.replace("_", " "))
+    return bool(words) and len(words - content_words(asked)) <= len(words) // 4
