@@ -233,6 +233,9 @@ def test_nothing_relevant_or_nothing_kept_means_no_call(index, embedder):
     qe, seen = engine_with(index, embedder, "should not be asked")
     res = qe.naive_search("What is the boiling point of mercury at sea level?")
     assert seen == [] and res.answer.startswith("The context does not say")
+    closest = res.details["ranking"]["fused"][0][0]  # nothing near enough to read: the nearest are named all the same
+    opening = " ".join(qe.index.store.chunks_by_id([closest])[0].text[:20].split())
+    assert "closest passages" in res.answer and opening in res.answer
     strict = qe.configured(SearchConfig(evidence=EvidenceConfig(min_score=5.0)))
     res = strict.naive_search("Where is Bletchley Park located?")
     assert seen == [] and "closest passages" in res.answer and res.llm_calls == 0

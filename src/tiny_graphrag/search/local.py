@@ -6,9 +6,8 @@ chunks at `passage_weight`, as in HippoRAG 2, with synonymy links between near-i
 `synonym_similarity` and sentence co-occurrence links at `cooccurrence_weight`), and ranks entities by mass (seeds
 first), relationships by weight and their endpoints' degree (GraphRAG's order), each entity's most specific community,
 and chunks (the best `keep_text_top` hybrid ones, then by mass plus `prior_weight` x the text score, then the hybrid
-rest). When nothing links, the candidates are the hybrid ranking alone and `linked` is empty. This module gathers the
-candidates' reports and text, packs them with the entities and relationships into their token shares (context.py),
-and one call answers."""
+rest). When nothing links, the candidates are the hybrid ranking alone and `linked` is empty. Here the candidates'
+reports and text are packed with the entities and relationships into their shares (context.py); one call answers."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def search_naive(
     run.details["ranking"] = {"dense": ranked.dense[:10], "keyword": ranked.keyword[:10], "fused": ranked.fused[:10]}
     relevant = ranked.relevant(config.min_similarity)
     if run.reader == "small":
-        return answer_from_passages(index, run, ranked.ids("fused") if relevant else [], qvec, stream=stream)
+        return answer_from_passages(index, run, ranked.ids("fused"), qvec, stream=stream, relevant=relevant)
     with run.timer("context"):
         ids = ranked.ids("fused")[: config.top_chunks] if relevant else []
         chunks = index.store.chunks_by_id(ids)

@@ -18,10 +18,10 @@ from tiny_graphrag.search.result import SearchResult, StreamingResult
 
 
 def answer_from_passages(
-    index: SearchIndex, run: SearchRun, ids: Sequence[str], qvec: np.ndarray, *, stream: bool
+    index: SearchIndex, run: SearchRun, ids: Sequence[str], qvec: np.ndarray, *, stream: bool, relevant: bool = True
 ) -> SearchResult | StreamingResult:
-    """`ids`: the chunks of the mode's passages, best first (none: nothing relevant was found)."""
-    chunks = index.store.chunks_by_id(ids[: run.evidence.passages])
+    """`ids`: the mode's passages, best first; not `relevant`: none is read, the no-data answer names the closest."""
+    chunks = index.store.chunks_by_id(ids[: run.evidence.passages]) if relevant else []
     with run.timer("context"):
         evidence = select_evidence(
             run.query,
@@ -34,5 +34,6 @@ def answer_from_passages(
             config=run.evidence,
             more=partial(index.passages_for, where=run.where) if chunks else None,
         )
-    closest = [index.title_of(c) or c.text[:60] for c in chunks[:3]]
+    near = chunks[:3] or index.store.chunks_by_id(ids[:3])
+    closest = [f"{index.title_of(c)}: {' '.join(c.text[:60].split())}".lstrip(": ") for c in near]
     return run.answer_evidence(evidence, index.sid_of, stream=stream, closest=closest)

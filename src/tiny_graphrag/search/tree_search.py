@@ -104,7 +104,7 @@ def search_tree(
     if run.reader == "small":  # the chunks the ranked nodes reach, in rank order (a summary: those it covers)
         reached = dict.fromkeys(c for n, _ in ranked for c in (tree.nodes[n].chunks if n in tree.nodes else [n]))
         run.details.update(strategy=config.strategy, ranking=ranked[:10])
-        return answer_from_passages(index, run, list(reached) if relevant else [], qvec, stream=stream)
+        return answer_from_passages(index, run, list(reached), qvec, stream=stream, relevant=relevant)
     with run.timer("context"):
         built = build_tree_context(index, tree, ranked if relevant else [], room, run.counter)
     run.details.update(budget=room, strategy=config.strategy, ranking=ranked[:10], **built.details)
