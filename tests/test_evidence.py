@@ -229,6 +229,16 @@ def test_an_answer_that_copies_the_prompts_form_is_refused(index, embedder):
     qe.close()
 
 
+@pytest.mark.parametrize("said, refused", [("a date,2000", True), ("a year.2", True), ("in 1939", False)])
+def test_a_number_that_opens_with_the_prompts_own_words_is_refused(index, embedder, said, refused):
+    """The number form's reader copying "a date" and then writing the digit its grammar demands (seen in stories)."""
+    qe, seen = engine_with(index, embedder, said)
+    res = qe.naive_search("When did Bletchley Park become a codebreaking centre?")
+    assert len(seen) == 1 and res.answer.startswith("The context does not say") == refused, res.answer
+    assert any("prompt" in n for n in res.notes) == refused, res.notes
+    qe.close()
+
+
 def test_nothing_relevant_or_nothing_kept_means_no_call(index, embedder):
     qe, seen = engine_with(index, embedder, "should not be asked")
     res = qe.naive_search("What is the boiling point of mercury at sea level?")

@@ -59,8 +59,7 @@ ECHO_NOTE = "the reader answered {answer!r}, which only repeats what the {what} 
 # An echo is followed by answers sampled at this temperature (round 4's vote, bench/RESULTS.md)
 SAMPLE_TEMPERATURE = 0.7
 SAMPLED_NOTE = (
-    "the reader answered {echo!r}, which only repeats what the question names; {votes} of {n} answers sampled from the "
-    "same prompt said {answer!r}, kept"
+    "the reader's {echo!r} only repeats the question; {votes} of {n} answers sampled then said {answer!r}, kept"
 )
 NO_ANSWER = "The context does not say: the reader found no answer in the passages"
 
@@ -347,7 +346,8 @@ class SearchRun:
             if echoes_question(answer, self.query):
                 self.notes.append(ECHO_NOTE.format(answer=answer, what="question"))
                 return ECHO_ANSWER, {}
-            if echoes_prompt(answer, READER_FORMS[form]):  # "a name": the form asked for, not an answer
+            asked = READER_FORMS[form]  # "a name", or "a date,2000" for a number: the form asked for, not an answer
+            if echoes_prompt(answer, asked) or (form == "number" and labels_like_prompt(answer, asked)):
                 self.notes.append(ECHO_NOTE.format(answer=answer, what="prompt"))
                 return NO_ANSWER, {}
             cited = []
